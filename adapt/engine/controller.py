@@ -1,0 +1,126 @@
+"""The ADaPT controller (Algorithm 1): execute, and decompose only when the executor fails.
+
+- A task node runs the executor on its goal. Success ends the node. On failure, if
+  ``depth < d_max``, the planner decomposes the goal; the plan's steps become child task nodes at
+  ``depth + 1``; nested groups in the logic expression become ``group`` nodes (not executed, no
+  extra depth). At ``depth == d_max`` a failed executor run is final.
+- AND runs children in order and stops at the first failure; OR stops at the first success.
+  Children not run because of that are marked ``skipped``. A node's success is the logic
+  combination of its children.
+- After every successful task node the environment's salient state is propagated to later
+  executor prompts (and planner prompts, unless disabled).
+- When the environment ends the episode (e.g. the goal item entered the inventory), every node
+  not yet run is skipped; the combination then counts only the children that ran.
+"""
+
+from __future__ import annotations
+
+from adapt.engine.executor import ReActExecutor
+from adapt.engine.planner import Planner
+from adapt.engine.run import Run
+from adapt.engine.tree import LogicExpr, LogicGroup, Node, StepRef
+
+
+def describe(expr: LogicExpr, steps: list[str]) -> str:
+    """A readable goal for a group node: its children's goals joined by the operator."""
+    if isinstance(expr, StepRef):
+        return steps[expr.index - 1]
+    inner = f" {expr.op.upper()} ".join(
+        describe(c, steps) if isinstance(c, StepRef) else f"({describe(c, steps)})"
+        for c in expr.children
+    )
+    return inner
+
+
+class AdaptController:
+    def __init__(self, run: Run) -> None:
+        self.run = run
+        self.executor = ReActExecutor(run)
+        self.planner = Planner(run)
+
+    async def solve(self, node: Node, task: str | None = None) -> bool:
+        """Run one task node (recursively). ``task`` defaults to the env's observation."""
+        run = self.run
+        await run.update(node, status="running", context_in=run.context)
+        task = task if task is not None else run.env.task_observation(node.goal)
+        result = await self.executor.execute(node, task)
+        await run.update(
+            node, executor_success=result.success, self_assessed=result.self_assessed,
+            reward=result.reward, termination=result.termination,
+        )
+        if result.success:
+            return await self.finish(node, True)
+        if run.episode_done or node.depth >= run.config.d_max:
+            return await self.finish(node, False)
+
+        plan = await self.planner.plan(node, task)
+        if not plan.steps or plan.expression is None:
+            await run.update(node, plan=plan, error="the planner returned no steps")
+            return await self.finish(node, False)
+        expr = plan.expression
+        group = expr if isinstance(expr, LogicGroup) else LogicGroup(op="and", children=[expr])
+        await run.update(node, plan=plan, logic=group.op)
+        children = await self.build(node, group, plan.steps, node.depth + 1)
+        ok = await self.run_children(group.op, children)
+        return await self.finish(node, ok)
+
+    async def build(
+        self, parent: Node, group: LogicGroup, steps: list[str], depth: int
+    ) -> list[Node]:
+        """Create (pending) child nodes for every operand of ``group``, recursively."""
+        kids: list[Node] = []
+        for position, child in enumerate(group.children):
+            if isinstance(child, StepRef):
+                kid = await self.run.new_node(
+                    kind="task", parent_id=parent.id, position=position, depth=depth,
+                    goal=steps[child.index - 1],
+                )
+            else:
+                kid = await self.run.new_node(
+                    kind="group", parent_id=parent.id, position=position, depth=depth,
+                    goal=describe(child, steps), logic=child.op,
+                )
+                await self.build(kid, child, steps, depth)
+            kids.append(kid)
+        return kids
+
+    async def run_children(self, op: str, kids: list[Node]) -> bool:
+        run = self.run
+        decided: bool | None = None
+        ran_any = False
+        for kid in kids:
+            if decided is not None or run.episode_done:
+                await self.skip(kid)
+                continue
+            ok = await (self.solve(kid) if kid.kind == "task" else self.run_group(kid))
+            ran_any = True
+            if op == "and" and not ok:
+                decided = False
+            elif op == "or" and ok:
+                decided = True
+        if decided is not None:
+            return decided
+        if run.episode_done and run.reward <= 0:
+            return False
+        # AND: every child that ran succeeded; OR: none succeeded (unless the episode ended
+        # with a reward, which satisfies the goal).
+        return op == "and" and ran_any or (run.episode_done and run.reward > 0)
+
+    async def run_group(self, node: Node) -> bool:
+        await self.run.update(node, status="running")
+        ok = await self.run_children(node.logic or "and", self.run.children(node))
+        return await self.finish(node, ok)
+
+    async def finish(self, node: Node, ok: bool) -> bool:
+        run = self.run
+        fields: dict[str, object] = {"status": "succeeded" if ok else "failed", "success": ok}
+        if ok and node.kind == "task":
+            run.context = run.env.salient_state()
+            fields["context_out"] = run.context
+        await run.update(node, **fields)
+        return ok
+
+    async def skip(self, node: Node) -> None:
+        for kid in self.run.children(node):
+            await self.skip(kid)
+        await self.run.update(node, status="skipped")

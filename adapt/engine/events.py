@@ -1,0 +1,116 @@
+"""Engine events and the ``TreeSink`` protocol.
+
+The engine emits, in the order things happen: ``node.created``, ``node.updated``, ``step``,
+``llm_call`` and finally ``task.finished``. Each event carries a full snapshot of what changed,
+enough to rebuild the tree. Persistence, streaming and progress displays are sinks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Annotated, Any, Literal, Protocol
+
+from pydantic import BaseModel, Field
+
+from adapt.engine.tree import LLMCall, Node, Step, TaskResult
+
+
+class NodeCreated(BaseModel):
+    type: Literal["node.created"] = "node.created"
+    node: Node
+
+
+class NodeUpdated(BaseModel):
+    type: Literal["node.updated"] = "node.updated"
+    node: Node
+
+
+class StepAppended(BaseModel):
+    type: Literal["step"] = "step"
+    step: Step
+
+
+class LLMCallMade(BaseModel):
+    type: Literal["llm_call"] = "llm_call"
+    call: LLMCall
+
+
+class TaskFinished(BaseModel):
+    type: Literal["task.finished"] = "task.finished"
+    result: TaskResult
+
+
+Event = Annotated[
+    NodeCreated | NodeUpdated | StepAppended | LLMCallMade | TaskFinished,
+    Field(discriminator="type"),
+]
+
+
+class TreeSink(Protocol):
+    async def emit(self, event: Event) -> None: ...
+
+
+class NullSink:
+    async def emit(self, event: Event) -> None:
+        return None
+
+
+class FanoutSink:
+    """Sends every event to several sinks, in order."""
+
+    def __init__(self, sinks: Iterable[TreeSink]) -> None:
+        self.sinks = list(sinks)
+
+    async def emit(self, event: Event) -> None:
+        for sink in self.sinks:
+            await sink.emit(event)
+
+
+class MemorySink:
+    """Collects every event and keeps the latest snapshot of each node."""
+
+    def __init__(self) -> None:
+        self.events: list[Event] = []
+        self.nodes: dict[int, Node] = {}
+        self.steps: dict[int, list[Step]] = {}
+        self.calls: list[LLMCall] = []
+        self.result: TaskResult | None = None
+
+    async def emit(self, event: Event) -> None:
+        self.events.append(event)
+        if isinstance(event, NodeCreated | NodeUpdated):
+            self.nodes[event.node.id] = event.node
+        elif isinstance(event, StepAppended):
+            self.steps.setdefault(event.step.node_id, []).append(event.step)
+        elif isinstance(event, LLMCallMade):
+            self.calls.append(event.call)
+        else:
+            self.result = event.result
+
+    @property
+    def root(self) -> Node | None:
+        return next((n for n in self.nodes.values() if n.parent_id is None), None)
+
+    def children(self, node_id: int) -> list[Node]:
+        kids = [n for n in self.nodes.values() if n.parent_id == node_id]
+        return sorted(kids, key=lambda n: n.position)
+
+    def tree(self, *, with_steps: bool = True, with_calls: bool = False) -> dict[str, Any]:
+        """The whole run as nested JSON: nodes with children, steps and (optionally) calls."""
+
+        def build(node: Node) -> dict[str, Any]:
+            out = node.model_dump(mode="json")
+            if with_steps:
+                out["steps"] = [s.model_dump(mode="json") for s in self.steps.get(node.id, [])]
+            if with_calls:
+                out["llm_calls"] = [
+                    c.model_dump(mode="json") for c in self.calls if c.node_id == node.id
+                ]
+            out["children"] = [build(c) for c in self.children(node.id)]
+            return out
+
+        root = self.root
+        return {
+            "result": self.result.model_dump(mode="json") if self.result else None,
+            "tree": build(root) if root else None,
+        }

@@ -1,0 +1,98 @@
+"""The ReAct executor: one line per LLM call, thoughts get ``OK.``, actions go to the env.
+
+Success: the environment gives reward > 0, or a thought says the task is completed.
+Failure: a thought says the task failed; ``patience`` consecutive steps whose observation is a
+failure (as the environment defines it) or ``OK.``; or ``max_steps`` LLM calls used up.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from adapt.engine.prompts import render, trajectory_line
+from adapt.engine.run import Run
+from adapt.engine.tree import Node, Step
+from adapt.llm.base import ChatRequest
+
+THOUGHT_OK = "OK."
+_COMPLETED = re.compile(r"task\s+completed", re.IGNORECASE)
+_FAILED = re.compile(r"task\s+failed", re.IGNORECASE)
+
+
+@dataclass(slots=True)
+class ExecutionResult:
+    success: bool  # environment reward > 0, or self-assessed completion
+    self_assessed: bool | None  # True: said completed; False: said failed; None: neither
+    reward: float
+    termination: str  # completed | failed | reward | done | patience | max_steps
+    steps: int
+
+
+def parse_line(raw: str) -> str:
+    """The one line the model wrote: first non-empty line, without a leading ``>``."""
+    for line in raw.splitlines():
+        line = line.strip()
+        if line.startswith(">"):
+            line = line[1:].strip()
+        if line:
+            return line
+    return ""
+
+
+class ReActExecutor:
+    def __init__(self, run: Run, *, max_steps: int | None = None) -> None:
+        self.run = run
+        cfg = run.config.executor
+        self.max_steps = max_steps or cfg.max_steps or run.env.default_max_steps
+        self.patience = cfg.patience
+
+    async def execute(self, node: Node, task: str, extra_context: str | None = None) -> ExecutionResult:
+        run, env = self.run, self.run.env
+        context = run.context if extra_context is None else "\n".join(
+            x for x in (run.context, extra_context) if x
+        )
+        header = render(env, "executor", task=task, context=context)
+        trajectory: list[str] = []
+        bad_streak = 0
+        best_reward = 0.0
+        for index in range(1, self.max_steps + 1):
+            request = ChatRequest(
+                prompt=header + "".join(trajectory) + "> ",
+                stop=["\n"],
+                max_tokens=run.config.executor.max_tokens,
+                temperature=run.config.executor.temperature,
+                purpose="executor",
+            )
+            response = await run.call(run.executor_model, request, node)
+            line = parse_line(response.text)
+            reward, done = 0.0, False
+            if line.lower().startswith("think:"):
+                kind, observation = "thought", THOUGHT_OK
+            else:
+                kind = "action"
+                result = env.step(line)
+                observation, reward, done = result.observation, float(result.reward), result.done
+            step = Step(kind=kind, node_id=node.id, index=index, raw=response.text,
+                        text=line, observation=observation, reward=reward, done=done)
+            await run.add_step(node, step)
+            trajectory.append(trajectory_line(line, observation))
+            best_reward = max(best_reward, reward)
+            if reward > 0:
+                run.reward = max(run.reward, reward)
+            if done:
+                run.episode_done = True
+                return ExecutionResult(reward > 0, None, best_reward,
+                                       "reward" if reward > 0 else "done", index)
+            if reward > 0:
+                return ExecutionResult(True, None, best_reward, "reward", index)
+            if kind == "thought":
+                if _COMPLETED.search(line):
+                    return ExecutionResult(True, True, best_reward, "completed", index)
+                if _FAILED.search(line):
+                    return ExecutionResult(False, False, best_reward, "failed", index)
+            bad = observation == THOUGHT_OK or env.is_failure(observation)
+            bad_streak = bad_streak + 1 if bad else 0
+            if bad_streak >= self.patience:
+                return ExecutionResult(False, None, best_reward, "patience", index)
+        return ExecutionResult(False, None, best_reward, "max_steps", self.max_steps)

@@ -1,0 +1,25 @@
+"""The planner: one LLM call that decomposes a goal into steps and a logic expression."""
+
+from __future__ import annotations
+
+from adapt.engine.plan_parse import parse_plan
+from adapt.engine.prompts import render
+from adapt.engine.run import Run
+from adapt.engine.tree import Node, Plan
+from adapt.llm.base import ChatRequest
+
+
+class Planner:
+    def __init__(self, run: Run, *, template: str = "planner") -> None:
+        self.run = run
+        self.template = template
+
+    async def plan(self, node: Node, task: str) -> Plan:
+        run = self.run
+        cfg = run.config.planner
+        context = run.context if cfg.propagate_context else None
+        prompt = render(run.env, self.template, task=task, context=context)
+        request = ChatRequest(prompt=prompt, max_tokens=cfg.max_tokens,
+                              temperature=cfg.temperature, purpose="planner")
+        response = await run.call(run.planner_model, request, node)
+        return parse_plan(response.text)

@@ -1,0 +1,23 @@
+"""Render environment prompt templates (``string.Template`` texts from package data)."""
+
+from __future__ import annotations
+
+from string import Template
+
+from adapt.envs.base import Environment
+from adapt.errors import UserError
+
+
+def render(env: Environment, kind: str, *, task: str, context: str | None, **extra: str) -> str:
+    try:
+        template = env.prompt_template(kind)
+    except KeyError:
+        raise UserError(
+            f"environment {env.name!r} has no {kind!r} prompt template; add prompts/{kind}.txt "
+            "to its package or override prompt_template()"
+        ) from None
+    return Template(template).safe_substitute(task=task, context=context or "", **extra)
+
+
+def trajectory_line(action: str, observation: str) -> str:
+    return f"> {action}\n{observation}\n"

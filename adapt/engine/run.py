@@ -1,0 +1,132 @@
+"""The per-task runtime: node bookkeeping, event emission, budgets, cancellation and the one
+place where LLM calls happen (so every call is checked, timed, priced and recorded)."""
+
+from __future__ import annotations
+
+import asyncio
+import inspect
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from adapt.engine.budget import BudgetTracker
+from adapt.engine.config import RunConfig
+from adapt.engine.events import (
+    LLMCallMade,
+    NodeCreated,
+    NodeUpdated,
+    NullSink,
+    StepAppended,
+    TreeSink,
+)
+from adapt.engine.tree import LLMCall, Node, Step, UsageTotals
+from adapt.envs.base import Environment
+from adapt.errors import BudgetError, CancelledByUser
+from adapt.llm.base import ChatModel, ChatRequest, ChatResponse, Usage
+
+log = logging.getLogger(__name__)
+
+CancelCheck = Callable[[], bool | Awaitable[bool]]
+PriceFn = Callable[[str, Usage, bool], float | None]
+
+
+def default_price(model: str, usage: Usage, simulated: bool) -> float | None:
+    from adapt.llm.pricing import cost
+
+    return cost(model, usage, simulated=simulated)
+
+
+class Run:
+    def __init__(
+        self,
+        env: Environment,
+        config: RunConfig,
+        executor_model: ChatModel,
+        planner_model: ChatModel | None = None,
+        *,
+        sink: TreeSink | None = None,
+        cancel: CancelCheck | None = None,
+        price: PriceFn | None = None,
+    ) -> None:
+        self.env = env
+        self.config = config
+        self.executor_model = executor_model
+        self.planner_model = planner_model or executor_model
+        self.sink: TreeSink = sink or NullSink()
+        self.cancel = cancel
+        self.price = price or default_price
+        self.budget = BudgetTracker(config.budget)
+        self.nodes: dict[int, Node] = {}
+        self.usage = UsageTotals()
+        self.usage_by_purpose: dict[str, UsageTotals] = {}
+        self.context: str | None = None  # latest propagated salient state
+        self.episode_done = False
+        self.reward = 0.0
+        self._calls = 0
+
+    # -- nodes -----------------------------------------------------------------------------
+    async def new_node(self, **fields: Any) -> Node:
+        self.budget.check_nodes(len(self.nodes) + 1)
+        node = Node(id=len(self.nodes) + 1, **fields)
+        self.nodes[node.id] = node
+        await self.sink.emit(NodeCreated(node=node.model_copy(deep=True)))
+        return node
+
+    async def update(self, node: Node, **fields: Any) -> None:
+        for key, value in fields.items():
+            setattr(node, key, value)
+        await self.sink.emit(NodeUpdated(node=node.model_copy(deep=True)))
+
+    async def add_step(self, node: Node, step: Step) -> None:
+        node.steps_count = step.index
+        await self.sink.emit(StepAppended(step=step))
+
+    def children(self, node: Node) -> list[Node]:
+        return sorted(
+            (n for n in self.nodes.values() if n.parent_id == node.id), key=lambda n: n.position
+        )
+
+    # -- LLM calls ---------------------------------------------------------------------------
+    async def _cancelled(self) -> bool:
+        if self.cancel is None:
+            return False
+        out = self.cancel()
+        return bool(await out) if inspect.isawaitable(out) else bool(out)
+
+    async def call(self, model: ChatModel, request: ChatRequest, node: Node) -> ChatResponse:
+        """Check cancellation and budgets, call the model, record and emit the call."""
+        if await self._cancelled():
+            raise CancelledByUser("cancelled by user")
+        self.budget.check_call(self.usage)
+        if self.config.seed is not None and request.seed is None:
+            request = request.model_copy(update={"seed": self.config.seed})
+        remaining = self.budget.remaining_seconds()
+        try:
+            response = await asyncio.wait_for(model.complete(request), timeout=remaining)
+        except TimeoutError:
+            deadline = self.config.budget.deadline_seconds or 0.0
+            raise BudgetError("deadline_seconds", deadline, self.budget.elapsed()) from None
+        cost = self.price(response.model or model.name, response.usage, model.simulated)
+        self._calls += 1
+        call = LLMCall(
+            id=self._calls,
+            node_id=node.id,
+            purpose=request.purpose,
+            model=response.model or model.name,
+            simulated=model.simulated or response.simulated,
+            prompt=request.prompt,
+            messages=[m.model_dump() for m in request.messages] if request.messages else None,
+            stop=list(request.stop),
+            completion=response.text,
+            prompt_tokens=response.usage.prompt_tokens,
+            completion_tokens=response.usage.completion_tokens,
+            usage_estimated=response.usage.estimated,
+            latency_s=response.latency_s,
+            cost_usd=cost,
+        )
+        args = (call.prompt_tokens, call.completion_tokens, cost)
+        self.usage.add(*args)
+        self.usage_by_purpose.setdefault(request.purpose, UsageTotals()).add(*args)
+        node.usage.add(*args)
+        await self.sink.emit(LLMCallMade(call=call))
+        return response

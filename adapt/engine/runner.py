@@ -1,0 +1,94 @@
+"""``run_task``: the one entry point that runs a task with a strategy and reports the result."""
+
+from __future__ import annotations
+
+import logging
+import time
+from typing import Any
+
+from adapt.engine.config import RunConfig
+from adapt.engine.events import TaskFinished, TreeSink
+from adapt.engine.run import CancelCheck, PriceFn, Run
+from adapt.engine.strategies import get_strategy
+from adapt.engine.tree import Node, NodeStatus, TaskResult, TaskStatus
+from adapt.envs.base import Environment
+from adapt.errors import AdaptError, BudgetError, CancelledByUser, UserError
+from adapt.llm.base import ChatModel
+
+log = logging.getLogger(__name__)
+
+
+async def run_task(
+    env: Environment,
+    env_config: dict[str, Any],
+    config: RunConfig,
+    executor_model: ChatModel,
+    planner_model: ChatModel | None = None,
+    *,
+    goal: str | None = None,
+    sink: TreeSink | None = None,
+    cancel: CancelCheck | None = None,
+    price: PriceFn | None = None,
+) -> TaskResult:
+    """Reset ``env`` with ``env_config`` and run one task; emits events to ``sink``.
+
+    Budget exhaustion, cancellation and provider failures end the task with status
+    ``budget_exceeded``, ``cancelled`` or ``error``; nodes still running are closed (failed or
+    cancelled) and nodes not yet run are skipped. User errors (unknown strategy, missing
+    prompt template) raise before anything runs.
+    """
+    strategy = get_strategy(config.strategy)
+    run = Run(env, config, executor_model, planner_model, sink=sink, cancel=cancel, price=price)
+    started = time.monotonic()
+    observation = env.reset(**env_config)
+    root_goal = goal or env.goal
+    task = env.task_observation(goal) if goal else observation
+
+    status: TaskStatus
+    error: str | None = None
+    exceeded: str | None = None
+    try:
+        await strategy(run, root_goal, task)
+        root = run.nodes[1]
+        status = "succeeded" if root.success else "failed"
+    except BudgetError as exc:
+        status, error, exceeded = "budget_exceeded", str(exc), exc.resource
+        await _close_unfinished(run, "failed", str(exc))
+    except CancelledByUser as exc:
+        status, error = "cancelled", str(exc)
+        await _close_unfinished(run, "cancelled", str(exc))
+    except UserError:
+        raise
+    except AdaptError as exc:
+        log.warning("task ended with an error: %s", exc)
+        status, error = "error", f"{type(exc).__name__}: {exc}"
+        await _close_unfinished(run, "failed", error)
+
+    root_node: Node | None = run.nodes.get(1)
+    ran = [n for n in run.nodes.values() if n.kind == "task" and n.status not in
+           ("pending", "skipped")]
+    result = TaskResult(
+        status=status,
+        success=bool(root_node and root_node.success),
+        reward=run.reward,
+        goal=root_goal,
+        strategy=config.strategy,
+        d_max=config.d_max,
+        usage=run.usage.model_copy(),
+        usage_by_purpose={k: v.model_copy() for k, v in run.usage_by_purpose.items()},
+        nodes=len(run.nodes),
+        max_depth=max((n.depth for n in ran), default=0),
+        error=error,
+        budget_exceeded=exceeded,
+        wall_seconds=time.monotonic() - started,
+    )
+    await run.sink.emit(TaskFinished(result=result))
+    return result
+
+
+async def _close_unfinished(run: Run, running_to: NodeStatus, reason: str) -> None:
+    for node in sorted(run.nodes.values(), key=lambda n: n.id):
+        if node.status == "running":
+            await run.update(node, status=running_to, success=False, error=reason)
+        elif node.status == "pending":
+            await run.update(node, status="cancelled" if running_to == "cancelled" else "skipped")

@@ -1,0 +1,63 @@
+"""Strategies: how a task is driven. All share the same executor.
+
+A strategy is ``async (run, goal, task_observation) -> root Node``. Register new ones with
+``register``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+
+from adapt.engine.controller import AdaptController
+from adapt.engine.executor import ReActExecutor
+from adapt.engine.run import Run
+from adapt.engine.tree import Node
+from adapt.errors import UserError
+
+Strategy = Callable[[Run, str, str], Awaitable[Node]]
+_STRATEGIES: dict[str, Strategy] = {}
+
+
+def register(name: str) -> Callable[[Strategy], Strategy]:
+    def deco(fn: Strategy) -> Strategy:
+        _STRATEGIES[name] = fn
+        return fn
+
+    return deco
+
+
+def get_strategy(name: str) -> Strategy:
+    try:
+        return _STRATEGIES[name]
+    except KeyError:
+        raise UserError(
+            f"unknown strategy {name!r}; available: {', '.join(available_strategies())}"
+        ) from None
+
+
+def available_strategies() -> list[str]:
+    return sorted(_STRATEGIES)
+
+
+@register("adapt")
+async def adapt_strategy(run: Run, goal: str, task: str) -> Node:
+    root = await run.new_node(kind="task", goal=goal, depth=1)
+    await AdaptController(run).solve(root, task)
+    return root
+
+
+@register("react")
+async def react_strategy(run: Run, goal: str, task: str) -> Node:
+    """The executor alone, with a step budget of ``max_steps x d_max`` (as the paper)."""
+    root = await run.new_node(kind="task", goal=goal, depth=1)
+    base = run.config.executor.max_steps or run.env.default_max_steps
+    controller = AdaptController(run)
+    controller.executor = ReActExecutor(run, max_steps=base * run.config.d_max)
+    await run.update(root, status="running", context_in=run.context)
+    result = await controller.executor.execute(root, task)
+    await run.update(
+        root, executor_success=result.success, self_assessed=result.self_assessed,
+        reward=result.reward, termination=result.termination,
+    )
+    await controller.finish(root, result.success)
+    return root

@@ -1,0 +1,133 @@
+"""The decomposition tree: nodes, executor steps, LLM calls, and the task result.
+
+Pydantic models with a ``kind`` Literal, so one adapter (``model_dump(mode="json")``) turns any
+of them into JSON. The engine mutates its own copies and emits snapshots to sinks.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, Field
+
+NodeKind = Literal["task", "group"]
+LogicOp = Literal["and", "or"]
+NodeStatus = Literal["pending", "running", "succeeded", "failed", "skipped", "cancelled"]
+TaskStatus = Literal["succeeded", "failed", "budget_exceeded", "cancelled", "error"]
+StepKind = Literal["thought", "action"]
+
+
+class UsageTotals(BaseModel):
+    """LLM usage. ``cost_usd`` is ``None`` when any call's price is unknown."""
+
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float | None = 0.0
+
+    @property
+    def total_tokens(self) -> int:
+        return self.prompt_tokens + self.completion_tokens
+
+    def add(self, prompt_tokens: int, completion_tokens: int, cost_usd: float | None) -> None:
+        self.llm_calls += 1
+        self.prompt_tokens += prompt_tokens
+        self.completion_tokens += completion_tokens
+        if self.cost_usd is not None and cost_usd is not None:
+            self.cost_usd += cost_usd
+        else:
+            self.cost_usd = None
+
+
+# -- logic expressions ----------------------------------------------------------------------
+class StepRef(BaseModel):
+    kind: Literal["step"] = "step"
+    index: int = Field(ge=1, description="1-based step number, after renumbering")
+
+
+class LogicGroup(BaseModel):
+    kind: Literal["op"] = "op"
+    op: LogicOp
+    children: list[LogicExpr] = Field(min_length=1)
+
+
+LogicExpr = Annotated[StepRef | LogicGroup, Field(discriminator="kind")]
+LogicGroup.model_rebuild()
+
+
+class Plan(BaseModel):
+    raw: str
+    steps: list[str]
+    expression: LogicExpr | None = None
+    expression_text: str = ""
+    warnings: list[str] = Field(default_factory=list)
+
+
+# -- tree ---------------------------------------------------------------------------------------
+class Node(BaseModel):
+    kind: NodeKind = "task"
+    id: int
+    parent_id: int | None = None
+    position: int = 0
+    depth: int = 1
+    goal: str
+    logic: LogicOp | None = None
+    status: NodeStatus = "pending"
+    executor_success: bool | None = None
+    self_assessed: bool | None = None
+    success: bool | None = None
+    reward: float | None = None
+    termination: str | None = None
+    plan: Plan | None = None
+    context_in: str | None = None
+    context_out: str | None = None
+    steps_count: int = 0
+    usage: UsageTotals = Field(default_factory=UsageTotals)
+    error: str | None = None
+    label: str | None = None  # e.g. "trial 2" for strategies that run trials
+
+
+class Step(BaseModel):
+    kind: StepKind
+    node_id: int
+    index: int = Field(ge=1)
+    raw: str
+    text: str
+    observation: str
+    reward: float = 0.0
+    done: bool = False
+    error: str | None = None
+
+
+class LLMCall(BaseModel):
+    id: int
+    node_id: int | None
+    purpose: str
+    model: str
+    simulated: bool = False
+    prompt: str | None = None
+    messages: list[dict[str, str]] | None = None
+    stop: list[str] = Field(default_factory=list)
+    completion: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    usage_estimated: bool = False
+    latency_s: float = 0.0
+    cost_usd: float | None = None
+
+
+class TaskResult(BaseModel):
+    status: TaskStatus
+    success: bool
+    self_assessed_success: bool | None = None
+    reward: float = 0.0
+    goal: str
+    strategy: str
+    d_max: int
+    usage: UsageTotals = Field(default_factory=UsageTotals)
+    usage_by_purpose: dict[str, UsageTotals] = Field(default_factory=dict)
+    nodes: int = 0
+    max_depth: int = 0
+    error: str | None = None
+    budget_exceeded: str | None = None
+    wall_seconds: float = 0.0

@@ -1,0 +1,96 @@
+"""The environment contract plug-in authors implement.
+
+Synchronous and small on purpose. The engine runs one instance through a whole decomposition
+tree, so state carries across sub-tasks.
+
+Prompt templates are ``string.Template`` texts. The engine substitutes:
+
+- ``$task``: the task observation for the (sub-)goal (``task_observation(goal)``),
+- ``$context``: the propagated salient state from earlier successful sub-tasks, or ``""``,
+
+and, for the executor, appends the trajectory so far as ``"> {action}\\n{observation}\\n"`` lines
+followed by ``"> "``, where the model writes its next line.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from importlib import resources
+from typing import Any, ClassVar, Protocol, runtime_checkable
+
+from pydantic import BaseModel
+
+
+@dataclass(frozen=True, slots=True)
+class StepResult:
+    observation: str
+    reward: float = 0.0
+    done: bool = False
+    info: dict[str, Any] = field(default_factory=dict)
+
+
+@runtime_checkable
+class Environment(Protocol):
+    name: ClassVar[str]
+    description: ClassVar[str]
+    config_model: ClassVar[type[BaseModel]]
+    default_max_steps: ClassVar[int]
+    action_grammar: ClassVar[str]
+
+    @property
+    def goal(self) -> str:
+        """The current episode's goal, e.g. ``craft polished granite stairs`` (after reset)."""
+        ...
+
+    def reset(self, **config: Any) -> str:
+        """Start an episode; return the initial observation (which includes the goal)."""
+        ...
+
+    def step(self, action: str) -> StepResult: ...
+
+    def salient_state(self) -> str | None:
+        """What the controller propagates to later sub-tasks (TextCraft: the inventory)."""
+        ...
+
+    def task_observation(self, goal: str) -> str:
+        """The task observation shown to the executor/planner for a (sub-)goal."""
+        ...
+
+    def is_failure(self, observation: str) -> bool:
+        """Whether an observation counts as a failed action for the executor's patience rule."""
+        ...
+
+    def prompt_template(self, kind: str) -> str:
+        """A prompt template: ``executor``, ``planner`` and optionally others. KeyError if absent."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class BaseEnvironment:
+    """Convenience base class: prompt templates from package data, no-op close."""
+
+    name: ClassVar[str] = "base"
+    description: ClassVar[str] = ""
+    config_model: ClassVar[type[BaseModel]] = BaseModel
+    default_max_steps: ClassVar[int] = 20
+    action_grammar: ClassVar[str] = ""
+    #: package holding ``prompts/<kind>.txt`` files
+    prompt_package: ClassVar[str | None] = None
+
+    def prompt_template(self, kind: str) -> str:
+        if self.prompt_package is None:
+            raise KeyError(kind)
+        path = resources.files(self.prompt_package).joinpath("prompts", f"{kind}.txt")
+        if not path.is_file():
+            raise KeyError(kind)
+        return path.read_text(encoding="utf-8")
+
+    def is_failure(self, observation: str) -> bool:
+        return False
+
+    def salient_state(self) -> str | None:
+        return None
+
+    def close(self) -> None:
+        return None
