@@ -104,7 +104,7 @@ class AdaptController:
             return False
         # AND: every child that ran succeeded; OR: none succeeded (unless the episode ended
         # with a reward, which satisfies the goal).
-        return op == "and" and ran_any or (run.episode_done and run.reward > 0)
+        return (op == "and" and ran_any) or (run.episode_done and run.reward > 0)
 
     async def run_group(self, node: Node) -> bool:
         await self.run.update(node, status="running")

@@ -93,7 +93,7 @@ async def test_or_fails_when_all_fail(env: ToyEnv) -> None:
 
 
 async def test_nested_groups_are_not_executed_and_add_no_depth(env: ToyEnv) -> None:
-    result, sink, ex, _ = await go(
+    result, sink, _, _ = await go(
         env, [FAIL, DONE, FAIL, DONE],
         [plan("a", "b", "c", order="(Step 1 AND (Step 2 OR Step 3))")], d_max=2,
     )

@@ -1,0 +1,138 @@
+"""The ``adapt`` command."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import sys
+from typing import Annotated, NoReturn
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from adapt.errors import UserError
+
+app = typer.Typer(
+    name="adapt",
+    help="ADaPT: as-needed decomposition and planning for LLM agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+err = Console(stderr=True)
+
+
+def fail(message: str, code: int = 2) -> NoReturn:
+    err.print(f"[bold red]error:[/] {message}")
+    raise typer.Exit(code)
+
+
+def setup_logging(verbose: bool) -> None:
+    logging.basicConfig(
+        level=logging.DEBUG if verbose else logging.WARNING,
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+
+
+@app.command()
+def run(
+    goal: Annotated[str | None, typer.Argument(help="Goal; default: the environment's.")] = None,
+    env: Annotated[str, typer.Option("--env", help="Environment name (see `adapt envs`).")] = (
+        "textcraft"
+    ),
+    config: Annotated[str | None, typer.Option(
+        "--config", help='Environment config as JSON, e.g. \'{"seed": 5}\'.')] = None,
+    strategy: Annotated[str, typer.Option(help="adapt | react | ...")] = "adapt",
+    d_max: Annotated[int, typer.Option("--d-max", min=1, max=8,
+                                       help="Maximum decomposition depth.")] = 3,
+    model: Annotated[str | None, typer.Option(
+        help="Model spec for both roles, e.g. openai:gpt-4o-mini, "
+        "'sim:textcraft?capability=1'.")] = None,
+    executor_model: Annotated[str | None, typer.Option("--executor-model")] = None,
+    planner_model: Annotated[str | None, typer.Option("--planner-model")] = None,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", min=1,
+                                                  help="Executor LLM calls per run.")] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole tree as JSON.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Run one task locally (no server, no database) and show the tree as it grows."""
+    from adapt.engine import MemorySink, RunConfig
+    from adapt.liveview import LiveTreeSink, render_summary
+    from adapt.runlocal import load_models, parse_config_json, run_local
+    from adapt.settings import get_settings
+
+    setup_logging(verbose)
+    try:
+        settings = get_settings()
+        env_config = parse_config_json(config)
+        run_config = RunConfig(strategy=strategy, d_max=d_max,
+                               executor={"max_steps": max_steps})
+        models = load_models(settings, model=model, executor_model=executor_model,
+                             planner_model=planner_model)
+    except ValidationError as exc:
+        fail(str(exc))
+    except UserError as exc:
+        fail(str(exc))
+    if models.notice:
+        err.print(f"[yellow]note:[/] {models.notice}")
+
+    out = Console()
+    title = f"{env} · {strategy} · d_max {d_max}"
+    try:
+        if as_json:
+            sink = MemorySink()
+            result = asyncio.run(run_local(env, env_config, run_config, models, goal=goal,
+                                           sink=sink))
+            payload = sink.tree(with_steps=True, with_calls=True)
+            payload["models"] = models.names()
+            payload["environment"] = {"name": env, "config": env_config}
+            sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        else:
+            with LiveTreeSink(out, title) as live:
+                result = asyncio.run(run_local(env, env_config, run_config, models, goal=goal,
+                                               sink=live))
+            out.print(render_summary(result, models.names()))
+    except UserError as exc:
+        fail(str(exc))
+    raise typer.Exit(0 if result.status == "succeeded" else 1)
+
+
+@app.command()
+def envs() -> None:
+    """List the registered environments."""
+    from adapt.envs import registry
+
+    out = Console()
+    for info in registry.describe():
+        out.print(f"[bold]{info.name}[/]  {info.description}")
+        out.print(f"  config schema: {json.dumps(info.config_schema.get('properties', {}))}",
+                  style="dim")
+
+
+@app.command("sim-server")
+def sim_server(
+    port: Annotated[int, typer.Option(min=1, max=65535)] = 8001,
+    host: Annotated[str, typer.Option()] = "127.0.0.1",
+    latency: Annotated[float, typer.Option(min=0.0, help="Seconds added to every request.")] = 0.0,
+    error_rate: Annotated[float, typer.Option("--error-rate", min=0.0, max=1.0,
+                                              help="Share of requests answered 429/500.")] = 0.0,
+    seed: Annotated[int, typer.Option()] = 0,
+) -> None:
+    """Serve the simulated models over an OpenAI-compatible HTTP API."""
+    from adapt.sim.server import serve
+
+    setup_logging(False)
+    err.print(f"[yellow]SIMULATED[/] models on http://{host}:{port}/v1 "
+              f"(latency {latency:g}s, error rate {error_rate:g})")
+    serve(host=host, port=port, latency=latency, error_rate=error_rate, seed=seed)
+
+
+def main() -> None:
+    app()
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

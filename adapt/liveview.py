@@ -1,0 +1,110 @@
+"""A sink that shows the tree growing live in the terminal (rich), and result summaries."""
+
+from __future__ import annotations
+
+from types import TracebackType
+
+from rich.console import Console, Group, RenderableType
+from rich.live import Live
+from rich.table import Table
+from rich.text import Text
+from rich.tree import Tree
+
+from adapt.engine.events import Event, MemorySink
+from adapt.engine.tree import Node, TaskResult
+
+STYLE = {
+    "pending": ("·", "dim"),
+    "running": ("▶", "bold yellow"),
+    "succeeded": ("✔", "green"),
+    "failed": ("✘", "red"),
+    "skipped": ("↷", "dim"),
+    "cancelled": ("■", "magenta"),
+}
+
+
+def node_label(node: Node, sink: MemorySink) -> Text:
+    icon, style = STYLE[node.status]
+    text = Text(f"{icon} ", style=style)
+    if node.kind == "group":
+        text.append(f"[{(node.logic or 'and').upper()}] ", style="cyan")
+        text.append(node.goal, style="italic")
+        return text
+    text.append(f"d{node.depth} ", style="dim")
+    text.append(node.goal, style=style if node.status != "pending" else "")
+    if node.steps_count:
+        text.append(f"  ({node.steps_count} steps", style="dim")
+        if node.termination:
+            text.append(f", {node.termination}", style="dim")
+        text.append(")", style="dim")
+    if node.logic and node.kind == "task":
+        text.append(f"  → plan [{node.logic.upper()}]", style="cyan")
+    if node.status == "running":
+        steps = sink.steps.get(node.id)
+        if steps:
+            last = steps[-1]
+            text.append(f"\n   > {last.text}  ⇒ {last.observation}", style="dim")
+    return text
+
+
+def render_tree(sink: MemorySink, title: str = "task") -> RenderableType:
+    root = sink.root
+    tree = Tree(Text(title, style="bold"))
+    if root is None:
+        return tree
+
+    def add(parent: Tree, node: Node) -> None:
+        branch = parent.add(node_label(node, sink))
+        for kid in sink.children(node.id):
+            add(branch, kid)
+
+    add(tree, root)
+    return tree
+
+
+def render_summary(result: TaskResult, models: dict[str, str]) -> RenderableType:
+    table = Table(show_header=False, box=None, padding=(0, 2))
+    colour = "green" if result.status == "succeeded" else "red"
+    table.add_row("status", Text(result.status, style=f"bold {colour}"))
+    table.add_row("environment reward", f"{result.reward:g}")
+    table.add_row("strategy", f"{result.strategy} (d_max {result.d_max})")
+    for role, name in models.items():
+        table.add_row(f"{role} model", name)
+    table.add_row("nodes", f"{result.nodes} (deepest task depth {result.max_depth})")
+    for purpose, usage in sorted(result.usage_by_purpose.items()):
+        table.add_row(f"{purpose} LLM calls", str(usage.llm_calls))
+    u = result.usage
+    table.add_row("LLM calls", str(u.llm_calls))
+    table.add_row("tokens", f"{u.prompt_tokens} prompt + {u.completion_tokens} completion")
+    table.add_row("cost", "unknown (no price for this model)" if u.cost_usd is None
+                  else f"${u.cost_usd:.4f}")
+    table.add_row("wall time", f"{result.wall_seconds:.2f} s")
+    if result.error:
+        table.add_row("error", Text(result.error, style="red"))
+    return table
+
+
+class LiveTreeSink(MemorySink):
+    """A ``MemorySink`` that re-renders the tree on every event while the task runs."""
+
+    def __init__(self, console: Console, title: str) -> None:
+        super().__init__()
+        self.title = title
+        self.live = Live(Group(), console=console, refresh_per_second=8, transient=False)
+
+    async def emit(self, event: Event) -> None:
+        await super().emit(event)
+        self.live.update(render_tree(self, self.title))
+
+    def __enter__(self) -> LiveTreeSink:
+        self.live.__enter__()
+        return self
+
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+    ) -> None:
+        self.live.update(render_tree(self, self.title))
+        self.live.__exit__(exc_type, exc, tb)

@@ -1,0 +1,341 @@
+"""ChatModel backends over the official ``openai`` client: any OpenAI-compatible server.
+
+``OpenAIChatModel`` calls ``/chat/completions``; ``OpenAICompletionModel`` calls the legacy
+``/completions``. Both work with OpenAI, vLLM, Ollama, llama.cpp server and the simulator's
+HTTP server. Retries (429, 5xx, timeouts, connection errors; exponential backoff with jitter,
+honouring ``retry-after``) are the client's own (``max_retries``); what still fails becomes
+:class:`~adapt.errors.ProviderError`. Every request first passes the guard
+(:mod:`adapt.llm.guard`).
+
+Clients are shared through a :class:`ClientPool`: one ``AsyncOpenAI`` per
+``(base_url, api_key, timeout, max_retries)``, all over one ``httpx.AsyncClient`` connection
+pool. A model built without a pool uses the running event loop's default pool
+(:func:`default_pool`); close it with :func:`close_default_pool`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+import re
+import time
+import weakref
+from typing import Any, NamedTuple, cast
+from urllib.parse import urlsplit
+
+import httpx
+import openai
+from openai import AsyncOpenAI
+
+from adapt.errors import ModelSpecError, ProviderError
+from adapt.llm.base import ChatRequest, ChatResponse, Usage
+from adapt.llm.guard import check_endpoint, is_loopback
+
+logger = logging.getLogger(__name__)
+
+DEFAULT_BASE_URL = "https://api.openai.com/v1"
+LOCAL_API_KEY = "sk-local-no-key-required"  # sent to loopback servers when no key is set
+MAX_CONNECTIONS = 256
+MAX_KEEPALIVE_CONNECTIONS = 64
+
+# Reasoning models take max_completion_tokens and only the default temperature.
+_REASONING_MODEL = re.compile(r"^(o\d|gpt-5)(-|$)")
+
+_PoolKey = tuple[str, str, float, int]
+
+
+class _Reply(NamedTuple):
+    text: str
+    usage: Usage | None  # None: the server reported none
+    model: str
+    finish_reason: str | None
+
+
+class ClientPool:
+    """One ``AsyncOpenAI`` per (base_url, api_key, timeout, max_retries), one HTTP pool.
+
+    Belongs to one event loop (HTTP connections do). ``await pool.aclose()`` closes the HTTP
+    connections; the pool can be used again afterwards (it opens a fresh one). Pass
+    ``http_client`` to supply your own (e.g. an ``httpx.MockTransport`` in tests); the pool
+    then closes it on :meth:`aclose` too.
+    """
+
+    def __init__(
+        self,
+        *,
+        http_client: httpx.AsyncClient | None = None,
+        max_connections: int = MAX_CONNECTIONS,
+        max_keepalive_connections: int = MAX_KEEPALIVE_CONNECTIONS,
+    ) -> None:
+        self._http = http_client
+        self._limits = httpx.Limits(
+            max_connections=max_connections,
+            max_keepalive_connections=max_keepalive_connections,
+        )
+        self._clients: dict[_PoolKey, AsyncOpenAI] = {}
+
+    def __len__(self) -> int:
+        return len(self._clients)
+
+    def get(self, *, base_url: str, api_key: str, timeout: float, max_retries: int) -> AsyncOpenAI:
+        """The shared client for these settings, created on first use."""
+        if self._http is None or self._http.is_closed:
+            self._clients.clear()
+            self._http = httpx.AsyncClient(limits=self._limits, follow_redirects=False)
+        key: _PoolKey = (base_url, api_key, float(timeout), int(max_retries))
+        client = self._clients.get(key)
+        if client is None:
+            # ``openai`` >= 2 is typed for httpx2 clients but accepts httpx ones at runtime.
+            client = AsyncOpenAI(
+                base_url=base_url,
+                api_key=api_key,
+                timeout=timeout,
+                max_retries=max_retries,
+                http_client=cast(Any, self._http),
+            )
+            self._clients[key] = client
+        return client
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections and forget the clients."""
+        self._clients.clear()
+        http, self._http = self._http, None
+        if http is not None and not http.is_closed:
+            await http.aclose()
+
+
+_default_pools: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, ClientPool] = (
+    weakref.WeakKeyDictionary()
+)
+
+
+def default_pool() -> ClientPool:
+    """The running event loop's shared pool (used by models built without ``pool=``)."""
+    loop = asyncio.get_running_loop()
+    pool = _default_pools.get(loop)
+    if pool is None:
+        pool = _default_pools[loop] = ClientPool()
+    return pool
+
+
+async def close_default_pool() -> None:
+    """Close the running event loop's default pool, if it has one."""
+    pool = _default_pools.pop(asyncio.get_running_loop(), None)
+    if pool is not None:
+        await pool.aclose()
+
+
+def validate_base_url(base_url: str) -> str:
+    """``base_url`` unchanged if it is an absolute http(s) URL; else :class:`ModelSpecError`."""
+    try:
+        parts = urlsplit(base_url)
+        ok = parts.scheme.lower() in ("http", "https") and bool(parts.hostname)
+        _ = parts.port  # raises ValueError on a malformed port
+    except ValueError:
+        ok = False
+    if not ok:
+        raise ModelSpecError(
+            f"malformed base_url {base_url!r}: expected an http(s) URL such as "
+            "http://127.0.0.1:8000/v1 or https://api.openai.com/v1"
+        )
+    return base_url
+
+
+def estimate_tokens(text: str) -> int:
+    """About four characters per token; used when a server reports no usage."""
+    return max(1, len(text) // 4) if text else 0
+
+
+def _provider_message(exc: openai.APIStatusError) -> str:
+    body = exc.body
+    if isinstance(body, dict):
+        message = body.get("message") or body.get("error") or body.get("detail")
+        if isinstance(message, dict):
+            message = message.get("message")
+        if message:
+            return str(message)
+    return str(exc.message)
+
+
+_HINTS = {
+    400: "check the model name and the request parameters",
+    401: "check the API key (OPENAI_API_KEY, or ADAPT_OPENAI_API_KEY for the service)",
+    403: "the API key may not use this model or project; check the key and its permissions",
+    404: "check the model name and that base_url ends in /v1",
+    422: "the server rejected the parameters; check the model name and request parameters",
+}
+
+
+class _OpenAIBase:
+    """Shared construction, guard, retries and error mapping of the two backends."""
+
+    kind = "chat"
+
+    def __init__(
+        self,
+        model: str,
+        *,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 60.0,
+        max_retries: int = 3,
+        allow_remote: bool = False,
+        simulated: bool = False,
+        pool: ClientPool | None = None,
+        http_client: httpx.AsyncClient | None = None,
+        name: str | None = None,
+    ) -> None:
+        if not model:
+            raise ModelSpecError("model must be a non-empty model name, e.g. 'gpt-4o-mini'")
+        self.model = model
+        self.name = name or model
+        self.simulated = simulated
+        url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        self.base_url = validate_base_url(url).rstrip("/")
+        self.timeout = float(timeout)
+        self.max_retries = int(max_retries)
+        self.allow_remote = allow_remote
+        check_endpoint(self.base_url, allow_remote=allow_remote, model=model)
+        key = api_key or os.environ.get("OPENAI_API_KEY")
+        if not key:
+            if not is_loopback(self.base_url):
+                raise ProviderError(
+                    f"no API key for {self.base_url} (model {model!r}): set OPENAI_API_KEY "
+                    "(or ADAPT_OPENAI_API_KEY for the service), or pass api_key="
+                )
+            key = LOCAL_API_KEY
+        self._api_key = key
+        self._pool = ClientPool(http_client=http_client) if http_client is not None else pool
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(model={self.model!r}, base_url={self.base_url!r})"
+
+    def _client(self) -> AsyncOpenAI:
+        pool = self._pool if self._pool is not None else default_pool()
+        return pool.get(
+            base_url=self.base_url,
+            api_key=self._api_key,
+            timeout=self.timeout,
+            max_retries=self.max_retries,
+        )
+
+    async def _send(self, client: AsyncOpenAI, request: ChatRequest) -> _Reply:
+        raise NotImplementedError
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        # Checked on every call too: forbid_remote() may have been called since construction.
+        check_endpoint(self.base_url, allow_remote=self.allow_remote, model=self.model)
+        client = self._client()
+        start = time.perf_counter()
+        try:
+            reply = await self._send(client, request)
+        except openai.APIError as exc:
+            raise self._provider_error(exc) from exc
+        latency = time.perf_counter() - start
+        text, usage = reply.text, reply.usage
+        if usage is None:
+            usage = Usage(
+                prompt_tokens=estimate_tokens(request.as_prompt()),
+                completion_tokens=estimate_tokens(text),
+                estimated=True,
+            )
+        logger.debug(
+            "%s %s: %d+%d tokens in %.3fs (%s)",
+            self.kind,
+            self.model,
+            usage.prompt_tokens,
+            usage.completion_tokens,
+            latency,
+            request.purpose,
+        )
+        return ChatResponse(
+            text=text,
+            usage=usage,
+            latency_s=latency,
+            model=reply.model or self.model,
+            simulated=self.simulated,
+            finish_reason=reply.finish_reason,
+        )
+
+    def _provider_error(self, exc: openai.APIError) -> ProviderError:
+        where = f"{self.kind} call to {self.base_url} (model {self.model!r})"
+        retries = f"after {self.max_retries} retries"
+        if isinstance(exc, openai.APITimeoutError):
+            msg = f"{where} timed out ({self.timeout:g}s per attempt) {retries}"
+        elif isinstance(exc, openai.APIConnectionError):
+            msg = f"{where} could not connect {retries}: {exc}; is the server running?"
+        elif isinstance(exc, openai.APIStatusError):
+            status = exc.status_code
+            detail = _provider_message(exc)
+            if status == 429 or status >= 500 or status in (408, 409):
+                msg = f"{where} failed with HTTP {status} {retries}: {detail}"
+            else:
+                hint = _HINTS.get(status, "check the request and the endpoint")
+                msg = f"{where} failed with HTTP {status}: {detail} ({hint})"
+        else:
+            msg = f"{where} failed: {exc}"
+        logger.warning("%s", msg)
+        return ProviderError(msg)
+
+    def _usage(self, usage: Any) -> Usage | None:
+        if usage is None:
+            return None
+        prompt = getattr(usage, "prompt_tokens", None)
+        completion = getattr(usage, "completion_tokens", None)
+        if prompt is None and completion is None:
+            return None
+        return Usage(prompt_tokens=int(prompt or 0), completion_tokens=int(completion or 0))
+
+    def _common_params(self, request: ChatRequest) -> dict[str, Any]:
+        params: dict[str, Any] = {"model": self.model}
+        if self.kind == "chat" and _REASONING_MODEL.match(self.model):
+            params["max_completion_tokens"] = request.max_tokens
+        else:
+            params["max_tokens"] = request.max_tokens
+            params["temperature"] = request.temperature
+        if request.stop:
+            params["stop"] = list(request.stop)
+        if request.seed is not None:
+            params["seed"] = request.seed
+        return params
+
+
+class OpenAIChatModel(_OpenAIBase):
+    """A chat-completions model: a ``prompt`` request is sent as one user message.
+
+    Reasoning models (``o1``, ``o3-mini``, ``gpt-5``...) get ``max_completion_tokens`` and no
+    ``temperature``, which they reject.
+    """
+
+    kind = "chat"
+
+    async def _send(self, client: AsyncOpenAI, request: ChatRequest) -> _Reply:
+        params = self._common_params(request)
+        params["messages"] = [m.model_dump() for m in request.as_messages()]
+        response = await client.chat.completions.create(**params)
+        if not response.choices:
+            raise ProviderError(
+                f"chat call to {self.base_url} (model {self.model!r}) returned no choices"
+            )
+        choice = response.choices[0]
+        text = choice.message.content or ""
+        return _Reply(text, self._usage(response.usage), response.model, choice.finish_reason)
+
+
+class OpenAICompletionModel(_OpenAIBase):
+    """A legacy completions model: ``messages`` are joined into one prompt."""
+
+    kind = "completions"
+
+    async def _send(self, client: AsyncOpenAI, request: ChatRequest) -> _Reply:
+        params = self._common_params(request)
+        params["prompt"] = request.as_prompt()
+        response = await client.completions.create(**params)
+        if not response.choices:
+            raise ProviderError(
+                f"completions call to {self.base_url} (model {self.model!r}) returned no choices"
+            )
+        choice = response.choices[0]
+        usage = self._usage(response.usage)
+        return _Reply(choice.text or "", usage, response.model, choice.finish_reason)

@@ -1,0 +1,171 @@
+"""Record every LLM call of a run, and replay a recording without paying for it again.
+
+``RecordingModel`` wraps any ChatModel and appends each (request, response) pair to a
+``Recording`` (pydantic, JSON round-trippable), calling an optional callback per call so the
+service can persist it as it goes.
+
+``ReplayModel`` answers from a recording in order, checking each incoming request against the
+recorded one (messages/prompt, stop, max_tokens, temperature, seed; not ``purpose``). A
+mismatch raises :class:`~adapt.errors.ReplayDivergence` with the call index and a short diff.
+When the recording runs out it either continues with a ``live`` model (how a crashed task
+resumes: finished calls are replayed for free, then the run goes on live) or raises.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable
+from inspect import isawaitable
+
+from pydantic import BaseModel, Field
+
+from adapt.errors import ReplayDivergence
+from adapt.llm.base import ChatModel, ChatRequest, ChatResponse, Message
+
+logger = logging.getLogger(__name__)
+
+_COMPARED = ("messages", "prompt", "stop", "max_tokens", "temperature", "seed")
+_SNIPPET = 60
+
+
+class RecordedCall(BaseModel):
+    index: int
+    request: ChatRequest
+    response: ChatResponse
+
+
+class Recording(BaseModel):
+    """The calls of one run, in order."""
+
+    model: str = ""
+    calls: list[RecordedCall] = Field(default_factory=list)
+
+    def __len__(self) -> int:
+        return len(self.calls)
+
+
+OnRecord = Callable[[RecordedCall], Awaitable[None] | None]
+
+
+class RecordingModel:
+    """Passes calls to ``inner`` and records them (failed calls are not recorded)."""
+
+    def __init__(
+        self,
+        inner: ChatModel,
+        on_record: OnRecord | None = None,
+        recording: Recording | None = None,
+    ) -> None:
+        self.inner = inner
+        self.name = inner.name
+        self.simulated = inner.simulated
+        self.on_record = on_record
+        self.recording = recording if recording is not None else Recording(model=inner.name)
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        response = await self.inner.complete(request)
+        call = RecordedCall(index=len(self.recording.calls), request=request, response=response)
+        self.recording.calls.append(call)
+        if self.on_record is not None:
+            out = self.on_record(call)
+            if isawaitable(out):
+                await out
+        return response
+
+
+def _snippet(text: str, at: int) -> str:
+    start = max(0, at - _SNIPPET // 2)
+    piece = text[start : start + _SNIPPET]
+    return ("…" if start else "") + piece + ("…" if start + _SNIPPET < len(text) else "")
+
+
+def _text_diff(label: str, recorded: str, got: str) -> str:
+    at = next(
+        (i for i, (a, b) in enumerate(zip(recorded, got, strict=False)) if a != b),
+        min(len(recorded), len(got)),
+    )
+    return (
+        f"{label} differs at character {at}: recorded {_snippet(recorded, at)!r}, "
+        f"got {_snippet(got, at)!r}"
+    )
+
+
+def _messages_diff(recorded: list[Message], got: list[Message]) -> str:
+    for i, (a, b) in enumerate(zip(recorded, got, strict=False)):
+        if a.role != b.role:
+            return f"messages[{i}].role: recorded {a.role!r}, got {b.role!r}"
+        if a.content != b.content:
+            return _text_diff(f"messages[{i}].content", a.content, b.content)
+    return f"messages: recorded {len(recorded)} messages, got {len(got)}"
+
+
+def request_diff(recorded: ChatRequest, got: ChatRequest) -> list[str]:
+    """What differs between two requests (ignoring ``purpose``); empty when they match."""
+    diffs: list[str] = []
+    for field in _COMPARED:
+        a, b = getattr(recorded, field), getattr(got, field)
+        if a == b:
+            continue
+        if field == "messages" and a is not None and b is not None:
+            diffs.append(_messages_diff(a, b))
+        elif field == "prompt" and a is not None and b is not None:
+            diffs.append(_text_diff("prompt", a, b))
+        elif field in ("messages", "prompt"):
+            shape = "set" if a is not None else "not set"
+            diffs.append(f"{field}: recorded {shape}, got {'set' if b is not None else 'not set'}")
+        else:
+            diffs.append(f"{field}: recorded {a!r}, got {b!r}")
+    return diffs
+
+
+class ReplayModel:
+    """Answers from ``recording`` in order, then from ``live`` (if given).
+
+    ``replayed`` counts answers taken from the recording, ``live_calls`` those from ``live``.
+    Replayed responses keep their recorded usage and latency.
+    """
+
+    def __init__(
+        self, recording: Recording, live: ChatModel | None = None, name: str | None = None
+    ) -> None:
+        self.recording = recording
+        self.live = live
+        self.name = name or (live.name if live is not None else recording.model or "replay")
+        if live is not None:
+            self.simulated = live.simulated
+        else:
+            self.simulated = all(c.response.simulated for c in recording.calls)
+        self.replayed = 0
+        self.live_calls = 0
+
+    @property
+    def position(self) -> int:
+        """Index of the next call."""
+        return self.replayed + self.live_calls
+
+    @property
+    def remaining(self) -> int:
+        """Recorded calls not replayed yet."""
+        return len(self.recording.calls) - self.replayed
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        index = self.position
+        if self.replayed < len(self.recording.calls):
+            recorded = self.recording.calls[self.replayed]
+            diffs = request_diff(recorded.request, request)
+            if diffs:
+                raise ReplayDivergence(
+                    f"replay diverged at call {index} (purpose {request.purpose!r}): "
+                    + "; ".join(diffs)
+                )
+            self.replayed += 1
+            return recorded.response.model_copy(deep=True)
+        if self.live is None:
+            raise ReplayDivergence(
+                f"recording exhausted after {len(self.recording.calls)} calls: call {index} "
+                f"(purpose {request.purpose!r}) has no recorded answer and no live model is set"
+            )
+        if self.live_calls == 0:
+            logger.info("replay finished after %d calls; continuing live", self.replayed)
+        self.live_calls += 1
+        return await self.live.complete(request)

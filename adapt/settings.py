@@ -1,0 +1,67 @@
+"""Settings, read from environment variables (prefix ``ADAPT_``) and an optional ``.env``.
+
+Read only at the edges (CLI, api/, workers/); the library takes plain arguments.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+SIM_DEFAULT_MODEL = "sim:textcraft?capability=1"
+OPENAI_DEFAULT_MODEL = "openai:gpt-4o-mini"
+
+
+def _default_data_dir() -> Path:
+    return Path.home() / ".local" / "share" / "adapt"
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="ADAPT_", env_file=".env", extra="ignore")
+
+    openai_api_key: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("ADAPT_OPENAI_API_KEY", "OPENAI_API_KEY"),
+        description="API key for openai: model specs (also read from OPENAI_API_KEY).",
+    )
+    openai_base_url: str | None = Field(
+        default=None,
+        validation_alias=AliasChoices("ADAPT_OPENAI_BASE_URL", "OPENAI_BASE_URL"),
+        description="Default base URL for openai: model specs without '@<base_url>'.",
+    )
+    default_model: str | None = Field(
+        default=None,
+        description="Model spec used when a task names none. Unset: openai:gpt-4o-mini when an "
+        "OpenAI key is configured, else the simulated TextCraft model.",
+    )
+    allow_remote_llm: bool = Field(
+        default=False,
+        description="Allow requests to non-loopback LLM endpoints (e.g. api.openai.com). "
+        "Loopback endpoints are always allowed.",
+    )
+    llm_timeout: float = Field(default=60.0, gt=0, description="Seconds per LLM request.")
+    llm_max_retries: int = Field(default=3, ge=0, description="Retries on 429/5xx/timeouts.")
+    pricing: str | None = Field(
+        default=None,
+        description='JSON price overrides, dollars per million tokens: {"model": [prompt, '
+        "completion]}.",
+    )
+    data_dir: Path = Field(default_factory=_default_data_dir,
+                           description="Where the embedded SQLite database lives.")
+
+    def resolve_default_model(self) -> tuple[str, str | None]:
+        """The default model spec and, when it is the simulator, why."""
+        if self.default_model:
+            return self.default_model, None
+        if self.openai_api_key:
+            return OPENAI_DEFAULT_MODEL, None
+        return SIM_DEFAULT_MODEL, (
+            "no OpenAI key configured and no model given: using the SIMULATED TextCraft model "
+            f"({SIM_DEFAULT_MODEL}); set OPENAI_API_KEY or pass --model to use a real LLM"
+        )
+
+
+def get_settings() -> Settings:
+    return Settings()
