@@ -87,13 +87,15 @@ def run(
             result = asyncio.run(run_local(env, env_config, run_config, models, goal=goal,
                                            sink=sink))
             payload = sink.tree(with_steps=True, with_calls=True)
-            payload["models"] = models.names()
+            payload["models"] = models.describe()
             payload["environment"] = {"name": env, "config": env_config}
             sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         else:
             with LiveTreeSink(out, title) as live:
                 result = asyncio.run(run_local(env, env_config, run_config, models, goal=goal,
                                                sink=live))
+            out.print()
+            out.rule("result", style="dim")
             out.print(render_summary(result, models.names()))
     except UserError as exc:
         fail(str(exc))

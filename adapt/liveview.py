@@ -35,7 +35,7 @@ def node_label(node: Node, sink: MemorySink) -> Text:
     if node.steps_count:
         text.append(f"  ({node.steps_count} steps", style="dim")
         if node.termination:
-            text.append(f", {node.termination}", style="dim")
+            text.append(f", executor: {node.termination}", style="dim")
         text.append(")", style="dim")
     if node.logic and node.kind == "task":
         text.append(f"  → plan [{node.logic.upper()}]", style="cyan")

@@ -26,6 +26,12 @@ class Models:
 
         return {"executor": label(self.executor), "planner": label(self.planner)}
 
+    def describe(self) -> dict[str, dict[str, object]]:
+        return {
+            role: {"name": m.name, "simulated": m.simulated}
+            for role, m in (("executor", self.executor), ("planner", self.planner))
+        }
+
 
 def load_models(
     settings: Settings,

@@ -118,8 +118,7 @@ class LLMCall(BaseModel):
 
 class TaskResult(BaseModel):
     status: TaskStatus
-    success: bool
-    self_assessed_success: bool | None = None
+    success: bool  # the controller's verdict (self-assessed where no reward was seen)
     reward: float = 0.0
     goal: str
     strategy: str

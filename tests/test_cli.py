@@ -1,0 +1,75 @@
+"""`adapt run` end to end, as a user runs it (subprocess, simulated model, no network)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+
+EXAMPLE = ["run", "--env", "textcraft", "--config", '{"seed": 5}', "--d-max", "4",
+           "--model", "sim:textcraft?capability=1", "--json"]
+
+
+def adapt(*args: str, env: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+    full_env = {**os.environ, "COLUMNS": "120", **(env or {})}
+    full_env.pop("OPENAI_API_KEY", None)
+    return subprocess.run([sys.executable, "-m", "adapt.cli", *args], capture_output=True,
+                          text=True, env=full_env, timeout=120)
+
+
+def walk(node: dict) -> list[dict]:  # type: ignore[type-arg]
+    return [node, *(n for c in node["children"] for n in walk(c))]
+
+
+def test_readme_example_decomposes_and_succeeds() -> None:
+    out = adapt(*EXAMPLE)
+    assert out.returncode == 0, out.stderr
+    payload = json.loads(out.stdout)
+    assert payload["result"]["status"] == "succeeded" and payload["result"]["reward"] == 1.0
+    nodes = walk(payload["tree"])
+    assert max(n["depth"] for n in nodes) > 1, "expected decomposition"
+    assert all("steps" in n for n in nodes)
+    calls = [c for n in nodes for c in n["llm_calls"]]
+    assert len(calls) == payload["result"]["usage"]["llm_calls"]
+    assert payload["models"]["executor"]["simulated"] is True
+
+
+def test_no_model_and_no_key_uses_the_simulator_and_says_so() -> None:
+    out = adapt("run", "--config", '{"seed": 5}', "--d-max", "4", "--json")
+    assert out.returncode == 0, out.stderr
+    assert "SIMULATED" in out.stderr
+    assert json.loads(out.stdout)["models"]["planner"]["simulated"] is True
+
+
+def test_live_view_shows_tree_and_summary() -> None:
+    out = adapt(*EXAMPLE[:-1])
+    assert out.returncode == 0, out.stderr
+    assert "succeeded" in out.stdout and "LLM calls" in out.stdout and "d2 " in out.stdout
+
+
+def test_bad_config_json_is_a_clear_error() -> None:
+    out = adapt("run", "--config", "{seed: 5}")
+    assert out.returncode == 2
+    assert "--config is not valid JSON" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_invalid_config_names_the_field() -> None:
+    out = adapt("run", "--config", '{"seed": "five"}')
+    assert out.returncode == 2 and "seed" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_unknown_environment_lists_available() -> None:
+    out = adapt("run", "--env", "nope")
+    assert out.returncode == 2 and "textcraft" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_remote_model_is_refused_without_permission() -> None:
+    out = adapt("run", "--model", "openai:gpt-4o-mini", env={"ADAPT_OPENAI_API_KEY": "sk-x"})
+    assert out.returncode == 2 and "ADAPT_ALLOW_REMOTE_LLM" in out.stderr
+    assert "Traceback" not in out.stderr
+
+
+def test_bad_model_spec() -> None:
+    out = adapt("run", "--model", "foo:bar")
+    assert out.returncode == 2 and "openai:" in out.stderr and "Traceback" not in out.stderr
