@@ -5,16 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import socket
-import threading
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
-from typing import Any
 
 import httpx
 import pytest
-import uvicorn
 
 from adapt.errors import ProviderError
 from adapt.llm import (
@@ -26,7 +21,7 @@ from adapt.llm import (
     load_model,
 )
 from adapt.sim import from_spec
-from adapt.sim.server import create_app
+from tests.simserver import SimServer, start_sim_server, stop_sim_server
 
 SIM = "sim:textcraft?capability=1"
 
@@ -38,65 +33,25 @@ PLANNER_PROMPT = (
 )
 
 
-@dataclass
-class SimServer:
-    url: str  # http://127.0.0.1:PORT (base_url is url + "/v1")
-    server: uvicorn.Server
-    thread: threading.Thread
-
-    @property
-    def base_url(self) -> str:
-        return f"{self.url}/v1"
-
-    def log(self) -> dict[str, Any]:
-        data: dict[str, Any] = httpx.get(f"{self.url}/_sim/log", timeout=5).json()
-        return data
-
-    def reset(self) -> None:
-        httpx.post(f"{self.url}/_sim/reset", timeout=5).raise_for_status()
-
-
-def _start(**app_options: Any) -> SimServer:
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    config = uvicorn.Config(create_app(**app_options), log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        if not thread.is_alive() or time.monotonic() > deadline:
-            raise RuntimeError("the simulator server did not start")
-        time.sleep(0.01)
-    return SimServer(f"http://127.0.0.1:{port}", server, thread)
-
-
-def _stop(sim: SimServer) -> None:
-    sim.server.should_exit = True
-    sim.thread.join(timeout=10)
-
-
 @pytest.fixture(scope="module")
 def sim_server() -> Iterator[SimServer]:
-    sim = _start()
+    sim = start_sim_server()
     yield sim
-    _stop(sim)
+    stop_sim_server(sim)
 
 
 @pytest.fixture(scope="module")
 def flaky_server() -> Iterator[SimServer]:
-    sim = _start(error_rate=0.4, seed=11)
+    sim = start_sim_server(error_rate=0.4, seed=11)
     yield sim
-    _stop(sim)
+    stop_sim_server(sim)
 
 
 @pytest.fixture(scope="module")
 def broken_server() -> Iterator[SimServer]:
-    sim = _start(error_rate=1.0)
+    sim = start_sim_server(error_rate=1.0)
     yield sim
-    _stop(sim)
+    stop_sim_server(sim)
 
 
 @pytest.fixture

@@ -1,0 +1,200 @@
+"""``SimTextCraftModel``: a simulated weak LLM agent for TextCraft, usable as a real backend.
+
+It reads ONLY the prompt text (see ``adapt.sim.prompt_parse`` for the contract) and answers as
+the executor (the prompt ends with ``> ``: one action line) or as the planner (anything else: a
+one-level plan). Outputs are deterministic for the same prompt, knobs and temperature: the
+per-call random draws come from ``sha256(seed, temperature, prompt)``.
+
+Knobs (spec string ``sim:textcraft?capability=1&error_rate=0.1&seed=7``):
+
+- ``capability`` (int >= 1, default 1): the craft depth it completes inside one executor run,
+  counted from its believed inventory. 1: fetch base items and perform one craft whose
+  ingredients it holds or can ``get``; 2: also craft those ingredients; ... Deeper goals get
+  ``think: ... Task failed!`` as the first line.
+- ``error_rate`` (0..1, default 0): per executor action, the chance of a realistic mistake
+  (wrong ingredient count in a craft, a category such as ``planks`` in a ``get``, crafting
+  before fetching, fetching one too few); per plan, the chance of a count mistake (ingredient
+  amounts not multiplied by the number of crafts, one craft step short, a category in a fetch).
+- ``false_success_rate`` (0..1, default 0): per executor action, the chance of claiming
+  ``Task completed!`` while the goal is not met.
+- ``format_error_rate`` (0..1, default 0): per call, the chance of malformed output (executor:
+  two actions on one line or a stray ``> `` prefix; planner: no ``Execution Order:`` line or a
+  step without its ``Step N:`` label).
+- ``seed`` (int, default 0).
+
+Token usage is estimated from text length, about 4 characters per token (rounded up), and
+flagged ``estimated=True``. The model never sleeps: latency is ~0.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import random
+import time
+
+from adapt.llm.base import ChatRequest, ChatResponse, Usage
+from adapt.sim.executor import Draws, Knobs, decide
+from adapt.sim.planner import write_plan
+from adapt.sim.prompt_parse import parse_prompt
+from adapt.sim.spec import Knob, KnobValue, canonical_spec, check_knobs
+
+logger = logging.getLogger(__name__)
+
+SIMULATOR_NAME = "textcraft"
+
+#: characters per estimated token
+CHARS_PER_TOKEN = 4
+
+KNOBS: tuple[Knob, ...] = (
+    Knob(
+        "capability",
+        int,
+        1,
+        minimum=1,
+        maximum=64,
+        always_shown=True,
+        help="recipe depth completed inside one executor run",
+    ),
+    Knob(
+        "error_rate",
+        float,
+        0.0,
+        minimum=0.0,
+        maximum=1.0,
+        always_shown=True,
+        help="chance of a realistic mistake per action / plan",
+    ),
+    Knob(
+        "false_success_rate",
+        float,
+        0.0,
+        minimum=0.0,
+        maximum=1.0,
+        help="chance of wrongly claiming 'Task completed!' per action",
+    ),
+    Knob(
+        "format_error_rate",
+        float,
+        0.0,
+        minimum=0.0,
+        maximum=1.0,
+        help="chance of malformed output per call",
+    ),
+    Knob("seed", int, 0, always_shown=True, help="random seed"),
+)
+
+
+def estimate_tokens(text: str) -> int:
+    """About 4 characters per token, rounded up (0 for empty text)."""
+    return -(-len(text) // CHARS_PER_TOKEN)
+
+
+def call_draws(seed: int, prompt: str, temperature: float = 0.0) -> Draws:
+    """The per-call random draws: a function of (seed, temperature, prompt) only."""
+    digest = hashlib.sha256()
+    mix = f"{temperature:.6g}" if temperature > 0 else "0"
+    digest.update(f"adapt-sim/textcraft\x00{seed}\x00{mix}\x00".encode())
+    digest.update(prompt.encode("utf-8"))
+    rng = random.Random(int.from_bytes(digest.digest()[:16], "big"))
+    return Draws(
+        false_success=rng.random(),
+        error=rng.random(),
+        error_kind=rng.random(),
+        format_error=rng.random(),
+        format_kind=rng.random(),
+        detail=rng.random(),
+    )
+
+
+def apply_limits(text: str, stop: list[str], max_tokens: int | None) -> tuple[str, str]:
+    """Cut ``text`` at the first stop sequence, then at ``max_tokens`` (~4 chars per token).
+
+    Returns the text and the finish reason (``stop`` or ``length``).
+    """
+    cuts = [text.find(s) for s in stop if s]
+    cuts = [c for c in cuts if c >= 0]
+    if cuts:
+        text = text[: min(cuts)]
+    if max_tokens is not None and max_tokens >= 0 and len(text) > max_tokens * CHARS_PER_TOKEN:
+        return text[: max_tokens * CHARS_PER_TOKEN], "length"
+    return text, "stop"
+
+
+class SimTextCraftModel:
+    """A simulated TextCraft agent implementing ``adapt.llm.base.ChatModel``."""
+
+    simulated = True
+
+    def __init__(
+        self,
+        capability: int = 1,
+        error_rate: float = 0.0,
+        false_success_rate: float = 0.0,
+        format_error_rate: float = 0.0,
+        seed: int = 0,
+    ) -> None:
+        values = check_knobs(
+            SIMULATOR_NAME,
+            KNOBS,
+            {
+                "capability": capability,
+                "error_rate": error_rate,
+                "false_success_rate": false_success_rate,
+                "format_error_rate": format_error_rate,
+                "seed": seed,
+            },
+        )
+        self.knob_values: dict[str, KnobValue] = values
+        self.knobs = Knobs(
+            capability=int(values["capability"]),
+            error_rate=float(values["error_rate"]),
+            false_success_rate=float(values["false_success_rate"]),
+            format_error_rate=float(values["format_error_rate"]),
+        )
+        self.seed = int(values["seed"])
+        self.name = canonical_spec(SIMULATOR_NAME, KNOBS, values)
+
+    def __repr__(self) -> str:
+        return f"SimTextCraftModel({self.name!r})"
+
+    def respond(self, prompt: str, temperature: float = 0.0) -> tuple[str, str]:
+        """The raw completion for ``prompt`` (before stop/max_tokens) and what it was."""
+        task = parse_prompt(prompt)
+        draws = call_draws(self.seed, prompt, temperature)
+        if task.role == "executor":
+            decision = decide(task, self.knobs, draws)
+            return decision.text, decision.kind
+        plan = write_plan(task, self.knobs, draws)
+        return plan.text, plan.kind
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        started = time.perf_counter()
+        prompt = request.as_prompt()
+        raw, kind = self.respond(prompt, request.temperature)
+        text, finish_reason = apply_limits(raw, request.stop, request.max_tokens)
+        logger.debug("%s %s -> %r (%s)", self.name, request.purpose, text, kind)
+        usage = Usage(
+            prompt_tokens=estimate_tokens(prompt),
+            completion_tokens=estimate_tokens(text),
+            estimated=True,
+        )
+        return ChatResponse(
+            text=text,
+            usage=usage,
+            latency_s=time.perf_counter() - started,
+            model=self.name,
+            simulated=True,
+            finish_reason=finish_reason,
+        )
+
+
+def create(values: dict[str, KnobValue]) -> SimTextCraftModel:
+    """Factory for the simulator registry."""
+    return SimTextCraftModel(
+        capability=int(values["capability"]),
+        error_rate=float(values["error_rate"]),
+        false_success_rate=float(values["false_success_rate"]),
+        format_error_rate=float(values["format_error_rate"]),
+        seed=int(values["seed"]),
+    )
