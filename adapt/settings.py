@@ -50,6 +50,50 @@ class Settings(BaseSettings):
     )
     data_dir: Path = Field(default_factory=_default_data_dir,
                            description="Where the embedded SQLite database lives.")
+    database_url_: str | None = Field(
+        default=None, validation_alias=AliasChoices("ADAPT_DATABASE_URL"),
+        description="Database URL. Unset: SQLite at <data_dir>/adapt.db (embedded). "
+        "PostgreSQL: postgresql://user@host:5432/db.",
+    )
+
+    broker_url: str | None = Field(
+        default=None,
+        description="Celery broker (redis://127.0.0.1:6379/0). Unset: tasks run in-process in "
+        "the API server (embedded mode).",
+    )
+    store_prompts: bool = Field(
+        default=True, description="Store LLM prompts with each call (completions are always "
+        "stored).",
+    )
+    lease_seconds: float = Field(
+        default=30.0, gt=0, description="A running task's lease; another worker may take the "
+        "task over when it expires.",
+    )
+    heartbeat_seconds: float = Field(default=10.0, gt=0, description="Lease renewal interval.")
+    sweep_seconds: float = Field(
+        default=15.0, gt=0, description="How often expired leases and stuck queued tasks are "
+        "re-dispatched.",
+    )
+    concurrency: int = Field(
+        default=200, ge=1, description="Tasks one worker process (or the embedded server) runs "
+        "at once.",
+    )
+    max_body_bytes: int = Field(default=1_048_576, ge=1024,
+                                description="Largest request body the API accepts.")
+    host: str = Field(default="127.0.0.1", description="`adapt serve` bind address.")
+    port: int = Field(default=8000, ge=1, le=65535, description="`adapt serve` port.")
+    allow_public_without_keys: bool = Field(
+        default=False, description="Let `adapt serve` bind a non-loopback address with no API "
+        "keys configured (anyone can then use it).",
+    )
+
+    @property
+    def embedded(self) -> bool:
+        return not self.broker_url
+
+    @property
+    def database_url(self) -> str:
+        return self.database_url_ or f"sqlite:///{self.data_dir / 'adapt.db'}"
 
     def resolve_default_model(self) -> tuple[str, str | None]:
         """The default model spec and, when it is the simulator, why."""

@@ -5,7 +5,14 @@ from __future__ import annotations
 from adapt.llm.base import ChatModel, ChatRequest, ChatResponse, Message, Usage
 from adapt.llm.openai_backend import ClientPool, OpenAIChatModel, OpenAICompletionModel
 from adapt.llm.pricing import Pricing, cost
-from adapt.llm.recording import Recording, RecordingModel, ReplayModel
+from adapt.llm.recording import (
+    RecordedCall,
+    Recording,
+    RecordingModel,
+    ReplayCursor,
+    ReplayModel,
+    request_fingerprint,
+)
 from adapt.llm.spec import ModelSpec, is_simulated, load_model, parse_model_spec
 
 __all__ = [
@@ -18,12 +25,15 @@ __all__ = [
     "OpenAIChatModel",
     "OpenAICompletionModel",
     "Pricing",
+    "RecordedCall",
     "Recording",
     "RecordingModel",
+    "ReplayCursor",
     "ReplayModel",
     "Usage",
     "cost",
     "is_simulated",
     "load_model",
     "parse_model_spec",
+    "request_fingerprint",
 ]

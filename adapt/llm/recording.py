@@ -13,6 +13,8 @@ resumes: finished calls are replayed for free, then the run goes on live) or rai
 
 from __future__ import annotations
 
+import hashlib
+import json
 import logging
 from collections.abc import Awaitable, Callable
 from inspect import isawaitable
@@ -28,9 +30,22 @@ _COMPARED = ("messages", "prompt", "stop", "max_tokens", "temperature", "seed")
 _SNIPPET = 60
 
 
+def request_fingerprint(request: ChatRequest) -> str:
+    """SHA-256 over the compared fields of a request (what replay checks; not ``purpose``).
+
+    Lets a store keep replay verification without keeping prompt text.
+    """
+    data = request.model_dump(mode="json", include=set(_COMPARED))
+    blob = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
 class RecordedCall(BaseModel):
+    """One call. ``request`` may be omitted when only its ``fingerprint`` was kept."""
+
     index: int
-    request: ChatRequest
+    request: ChatRequest | None = None
+    fingerprint: str | None = None
     response: ChatResponse
 
 
@@ -118,6 +133,14 @@ def request_diff(recorded: ChatRequest, got: ChatRequest) -> list[str]:
     return diffs
 
 
+class ReplayCursor:
+    """Position in a recording. Several ``ReplayModel``s (e.g. executor and planner) sharing
+    one cursor replay one recording in its global call order."""
+
+    def __init__(self) -> None:
+        self.position = 0
+
+
 class ReplayModel:
     """Answers from ``recording`` in order, then from ``live`` (if given).
 
@@ -126,10 +149,15 @@ class ReplayModel:
     """
 
     def __init__(
-        self, recording: Recording, live: ChatModel | None = None, name: str | None = None
+        self,
+        recording: Recording,
+        live: ChatModel | None = None,
+        name: str | None = None,
+        cursor: ReplayCursor | None = None,
     ) -> None:
         self.recording = recording
         self.live = live
+        self.cursor = cursor or ReplayCursor()
         self.name = name or (live.name if live is not None else recording.model or "replay")
         if live is not None:
             self.simulated = live.simulated
@@ -146,19 +174,26 @@ class ReplayModel:
     @property
     def remaining(self) -> int:
         """Recorded calls not replayed yet."""
-        return len(self.recording.calls) - self.replayed
+        return len(self.recording.calls) - self.cursor.position
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         index = self.position
-        if self.replayed < len(self.recording.calls):
-            recorded = self.recording.calls[self.replayed]
-            diffs = request_diff(recorded.request, request)
+        if self.cursor.position < len(self.recording.calls):
+            index = self.cursor.position
+            recorded = self.recording.calls[index]
+            if recorded.request is not None:
+                diffs = request_diff(recorded.request, request)
+            elif recorded.fingerprint != request_fingerprint(request):
+                diffs = ["request fingerprint differs (prompt, stop or sampling changed)"]
+            else:
+                diffs = []
             if diffs:
                 raise ReplayDivergence(
                     f"replay diverged at call {index} (purpose {request.purpose!r}): "
                     + "; ".join(diffs)
                 )
             self.replayed += 1
+            self.cursor.position += 1
             return recorded.response.model_copy(deep=True)
         if self.live is None:
             raise ReplayDivergence(

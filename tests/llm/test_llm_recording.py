@@ -174,3 +174,29 @@ def test_request_diff_lengths_and_roles() -> None:
     long_b = ChatRequest(prompt="z" * 500 + "B" + "z" * 500)
     (diff,) = request_diff(long_a, long_b)
     assert "character 500" in diff and len(diff) < 250
+
+
+async def test_fingerprint_only_recording_and_shared_cursor() -> None:
+    from adapt.llm import RecordedCall, Recording, ReplayCursor, ReplayModel, request_fingerprint
+    from adapt.llm.base import ChatRequest, ChatResponse
+    from adapt.llm.testing import ScriptedModel
+
+    a = ChatRequest(prompt="executor prompt", stop=["\n"], purpose="executor")
+    b = ChatRequest(prompt="planner prompt", purpose="planner")
+    rec = Recording(calls=[
+        RecordedCall(index=0, fingerprint=request_fingerprint(a), response=ChatResponse(text="A")),
+        RecordedCall(index=1, fingerprint=request_fingerprint(b), response=ChatResponse(text="B")),
+    ])
+    cursor = ReplayCursor()
+    live_ex, live_pl = ScriptedModel(["live-ex"]), ScriptedModel(["live-pl"])
+    ex = ReplayModel(rec, live=live_ex, cursor=cursor)
+    pl = ReplayModel(rec, live=live_pl, cursor=cursor)
+    assert (await ex.complete(a)).text == "A"
+    assert (await pl.complete(b)).text == "B"
+    assert (await ex.complete(a)).text == "live-ex"
+    assert (await pl.complete(b)).text == "live-pl"
+    assert ex.replayed == 1 and pl.replayed == 1 and ex.remaining == 0
+
+    diverging = ReplayModel(rec)
+    with pytest.raises(ReplayDivergence, match="fingerprint"):
+        await diverging.complete(ChatRequest(prompt="something else"))

@@ -1,0 +1,65 @@
+"""Apply and check the Alembic migrations in ``migrations/`` programmatically."""
+
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+from alembic import command
+from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
+from sqlalchemy import create_engine as create_sync_engine
+from sqlalchemy.engine import make_url
+
+from adapt.errors import UserError
+from adapt.store.db import async_url, ensure_sqlite_dir
+
+log = logging.getLogger(__name__)
+
+
+def migrations_dir() -> Path:
+    path = Path(__file__).resolve().parents[2] / "migrations"
+    if not (path / "env.py").is_file():
+        raise UserError(f"migrations not found at {path}; run adapt from a checkout of the "
+                        "project (pip install -e .)")
+    return path
+
+
+def alembic_config(url: str) -> Config:
+    cfg = Config()
+    cfg.set_main_option("script_location", str(migrations_dir()))
+    cfg.set_main_option("sqlalchemy.url", async_url(url).replace("%", "%%"))
+    cfg.attributes["configure_logging"] = False
+    return cfg
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    """Apply pending migrations (blocking; call from a thread inside an event loop)."""
+    ensure_sqlite_dir(url)
+    command.upgrade(alembic_config(url), revision)
+
+
+def _sync_url(url: str) -> str:
+    parsed = make_url(async_url(url))
+    driver = "sqlite" if parsed.get_backend_name() == "sqlite" else "postgresql+psycopg2"
+    return parsed.set(drivername=driver).render_as_string(hide_password=False)
+
+
+def pending(url: str) -> list[str]:
+    """Revisions not applied yet (empty when the database is up to date)."""
+    script = ScriptDirectory.from_config(alembic_config(url))
+    engine = create_sync_engine(_sync_url(url))
+    try:
+        with engine.connect() as conn:
+            current = set(MigrationContext.configure(conn).get_current_heads())
+    finally:
+        engine.dispose()
+    heads = script.get_revisions("heads")
+    todo: list[str] = []
+    for head in heads:
+        for rev in script.iterate_revisions(head.revision, "base"):
+            if rev.revision in current:
+                break
+            todo.append(rev.revision)
+    return todo

@@ -1,0 +1,217 @@
+"""Database schema: SQLAlchemy 2.0 typed models. Alembic (``migrations/``) owns the schema.
+
+The task row is the source of truth for task state; it also carries the lease (``attempt``,
+``lease_owner``, ``lease_expires_at``, ``heartbeat_at``) and the event sequence counter
+(``last_seq``). Nodes, steps and LLM calls are keyed by ``(task_id, engine id)``, so a resumed
+attempt that replays the same events overwrites nothing it should not.
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    Boolean,
+    DateTime,
+    Float,
+    ForeignKey,
+    ForeignKeyConstraint,
+    Index,
+    Integer,
+    String,
+    Text,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.dialects.postgresql import JSONB
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+JSONType = JSON().with_variant(JSONB(), "postgresql")
+
+
+class UTCDateTime(TypeDecorator[datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite stores them naive)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=UTC)
+        return value.astimezone(UTC)
+
+    def process_result_value(self, value: datetime | None, dialect: Dialect) -> datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def utcnow() -> datetime:
+    return datetime.now(UTC)
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+TASK_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled", "budget_exceeded",
+                 "error")
+FINAL_STATUSES = ("succeeded", "failed", "cancelled", "budget_exceeded", "error")
+
+
+class Task(Base):
+    __tablename__ = "tasks"
+    __table_args__ = (
+        UniqueConstraint("tenant", "idempotency_key", name="uq_tasks_tenant_idempotency_key"),
+        Index("ix_tasks_tenant_created", "tenant", "created_at", "id"),
+        Index("ix_tasks_status_lease", "status", "lease_expires_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(128), index=True)
+    status: Mapped[str] = mapped_column(String(32), default="queued")
+    environment: Mapped[str] = mapped_column(String(128))
+    environment_config: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    goal: Mapped[str | None] = mapped_column(Text)  # as requested (None: the environment's)
+    resolved_goal: Mapped[str | None] = mapped_column(Text)  # what the engine ran
+    strategy: Mapped[str] = mapped_column(String(64))
+    d_max: Mapped[int] = mapped_column(Integer)
+    run_config: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    executor_model: Mapped[str] = mapped_column(Text)
+    planner_model: Mapped[str] = mapped_column(Text)
+    executor_simulated: Mapped[bool] = mapped_column(Boolean, default=False)
+    planner_simulated: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    success: Mapped[bool | None] = mapped_column(Boolean)
+    reward: Mapped[float | None] = mapped_column(Float)
+    llm_calls: Mapped[int] = mapped_column(Integer, default=0)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    cost_usd: Mapped[float | None] = mapped_column(Float, default=0.0)
+    nodes_count: Mapped[int] = mapped_column(Integer, default=0)
+    max_depth: Mapped[int] = mapped_column(Integer, default=0)
+    result: Mapped[dict[str, Any] | None] = mapped_column(JSONType)  # TaskResult JSON
+    error: Mapped[str | None] = mapped_column(Text)
+
+    idempotency_key: Mapped[str | None] = mapped_column(String(255))
+    request_hash: Mapped[str | None] = mapped_column(String(64))
+    cancel_requested: Mapped[bool] = mapped_column(Boolean, default=False)
+
+    attempt: Mapped[int] = mapped_column(Integer, default=0)
+    lease_owner: Mapped[str | None] = mapped_column(String(255))
+    lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    last_seq: Mapped[int] = mapped_column(Integer, default=0)
+
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+    started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class NodeRow(Base):
+    __tablename__ = "nodes"
+
+    task_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("tasks.id", ondelete="CASCADE"), primary_key=True
+    )
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    parent_id: Mapped[int | None] = mapped_column(Integer)
+    position: Mapped[int] = mapped_column(Integer, default=0)
+    depth: Mapped[int] = mapped_column(Integer)
+    kind: Mapped[str] = mapped_column(String(16))
+    goal: Mapped[str] = mapped_column(Text)
+    logic: Mapped[str | None] = mapped_column(String(8))
+    status: Mapped[str] = mapped_column(String(16))
+    executor_success: Mapped[bool | None] = mapped_column(Boolean)
+    self_assessed: Mapped[bool | None] = mapped_column(Boolean)
+    success: Mapped[bool | None] = mapped_column(Boolean)
+    reward: Mapped[float | None] = mapped_column(Float)
+    termination: Mapped[str | None] = mapped_column(String(32))
+    plan: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    context_in: Mapped[str | None] = mapped_column(Text)
+    context_out: Mapped[str | None] = mapped_column(Text)
+    steps_count: Mapped[int] = mapped_column(Integer, default=0)
+    usage: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    error: Mapped[str | None] = mapped_column(Text)
+    label: Mapped[str | None] = mapped_column(String(255))
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
+
+
+class StepRow(Base):
+    __tablename__ = "steps"
+    __table_args__ = (
+        ForeignKeyConstraint(["task_id", "node_id"], ["nodes.task_id", "nodes.id"],
+                             ondelete="CASCADE"),
+    )
+
+    task_id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    node_id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    index: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    kind: Mapped[str] = mapped_column(String(16))
+    raw: Mapped[str] = mapped_column(Text)
+    text: Mapped[str] = mapped_column(Text)
+    observation: Mapped[str] = mapped_column(Text)
+    reward: Mapped[float] = mapped_column(Float, default=0.0)
+    done: Mapped[bool] = mapped_column(Boolean, default=False)
+    error: Mapped[str | None] = mapped_column(Text)
+    extra: Mapped[dict[str, Any] | None] = mapped_column(JSONType)  # e.g. visited states
+
+
+class LLMCallRow(Base):
+    __tablename__ = "llm_calls"
+    __table_args__ = (Index("ix_llm_calls_task_node", "task_id", "node_id"),)
+
+    task_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("tasks.id", ondelete="CASCADE"), primary_key=True
+    )
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    node_id: Mapped[int | None] = mapped_column(Integer)
+    purpose: Mapped[str] = mapped_column(String(32))
+    model: Mapped[str] = mapped_column(Text)
+    simulated: Mapped[bool] = mapped_column(Boolean, default=False)
+    prompt: Mapped[str | None] = mapped_column(Text)  # None unless prompts are stored
+    messages: Mapped[dict[str, Any] | None] = mapped_column(JSONType)  # {"messages": [...]}
+    stop: Mapped[dict[str, Any] | None] = mapped_column(JSONType)  # {"stop": [...]}
+    request_fingerprint: Mapped[str] = mapped_column(String(64))
+    response: Mapped[dict[str, Any]] = mapped_column(JSONType)  # ChatResponse JSON, for replay
+    completion: Mapped[str] = mapped_column(Text)
+    prompt_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    completion_tokens: Mapped[int] = mapped_column(Integer, default=0)
+    usage_estimated: Mapped[bool] = mapped_column(Boolean, default=False)
+    latency_s: Mapped[float] = mapped_column(Float, default=0.0)
+    cost_usd: Mapped[float | None] = mapped_column(Float)
+    attempt: Mapped[int] = mapped_column(Integer, default=1)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class EventRow(Base):
+    """Append-only event log; ``seq`` is per task and gap-free."""
+
+    __tablename__ = "events"
+
+    task_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("tasks.id", ondelete="CASCADE"), primary_key=True
+    )
+    seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
+    type: Mapped[str] = mapped_column(String(32))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    ordinal: Mapped[int | None] = mapped_column(Integer)  # engine emission index; None: service
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class ApiKey(Base):
+    __tablename__ = "api_keys"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(128), index=True)
+    name: Mapped[str | None] = mapped_column(String(255))
+    prefix: Mapped[str] = mapped_column(String(16))
+    key_hash: Mapped[str] = mapped_column(String(64), unique=True)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
