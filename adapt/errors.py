@@ -74,3 +74,8 @@ class ProviderError(AdaptError):
 
 class ReplayDivergence(AdaptError):
     """A replayed run asked for something the recording does not hold."""
+
+
+# -- service errors ----------------------------------------------------------------------------
+class LeaseLost(AdaptError):
+    """Another attempt owns the task now; this attempt's writes are refused."""

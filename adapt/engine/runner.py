@@ -12,7 +12,7 @@ from adapt.engine.run import CancelCheck, PriceFn, Run
 from adapt.engine.strategies import get_strategy
 from adapt.engine.tree import Node, NodeStatus, TaskResult, TaskStatus
 from adapt.envs.base import Environment
-from adapt.errors import AdaptError, BudgetError, CancelledByUser, UserError
+from adapt.errors import AdaptError, BudgetError, CancelledByUser, LeaseLost, UserError
 from adapt.llm.base import ChatModel
 
 log = logging.getLogger(__name__)
@@ -57,7 +57,7 @@ async def run_task(
     except CancelledByUser as exc:
         status, error = "cancelled", str(exc)
         await _close_unfinished(run, "cancelled", str(exc))
-    except UserError:
+    except (UserError, LeaseLost):
         raise
     except AdaptError as exc:
         log.warning("task ended with an error: %s", exc)
