@@ -132,6 +132,139 @@ def sim_server(
     serve(host=host, port=port, latency=latency, error_rate=error_rate, seed=seed)
 
 
+db_app = typer.Typer(help="Database schema (Alembic migrations).", no_args_is_help=True)
+keys_app = typer.Typer(help="API keys (stored hashed; a tenant sees only its own tasks).",
+                       no_args_is_help=True)
+app.add_typer(db_app, name="db")
+app.add_typer(keys_app, name="keys")
+
+
+@db_app.command("upgrade")
+def db_upgrade() -> None:
+    """Apply pending migrations to ADAPT_DATABASE_URL (default: the embedded SQLite file)."""
+    from adapt.settings import get_settings
+    from adapt.store.migrate import pending, upgrade
+
+    setup_logging(False)
+    settings = get_settings()
+    try:
+        todo = pending(settings.database_url)
+        upgrade(settings.database_url)
+    except UserError as exc:
+        fail(str(exc))
+    except Exception as exc:  # unreachable database, bad credentials, ...
+        fail(f"could not migrate {_safe_url(settings.database_url)}: {exc}")
+    err.print(f"database {_safe_url(settings.database_url)}: "
+              + (f"applied {', '.join(reversed(todo))}" if todo else "already up to date"))
+
+
+@db_app.command("status")
+def db_status() -> None:
+    """Show pending migrations (exit 1 when some are pending)."""
+    from adapt.settings import get_settings
+    from adapt.store.migrate import pending
+
+    settings = get_settings()
+    try:
+        todo = pending(settings.database_url)
+    except Exception as exc:
+        fail(f"could not read {_safe_url(settings.database_url)}: {exc}")
+    err.print("pending: " + (", ".join(reversed(todo)) if todo else "none"))
+    raise typer.Exit(1 if todo else 0)
+
+
+def _safe_url(url: str) -> str:
+    from sqlalchemy.engine import make_url
+
+    return make_url(url).render_as_string(hide_password=True)
+
+
+async def _with_session(fn):  # type: ignore[no-untyped-def]
+    from adapt.settings import get_settings
+    from adapt.store.db import create_engine, session_factory
+
+    engine = create_engine(get_settings().database_url)
+    try:
+        async with session_factory(engine).begin() as session:
+            return await fn(session)
+    finally:
+        await engine.dispose()
+
+
+@keys_app.command("create")
+def keys_create(
+    tenant: Annotated[str, typer.Option(help="Tenant the key belongs to.")],
+    name: Annotated[str | None, typer.Option(help="A label for the key.")] = None,
+) -> None:
+    """Create an API key; it is printed once. Once any key exists, the API requires one."""
+    from adapt.service.auth import create_key
+
+    if not tenant.strip():
+        fail("--tenant must not be empty")
+    try:
+        key = asyncio.run(_with_session(lambda s: create_key(s, tenant, name)))
+    except UserError as exc:
+        fail(str(exc))
+    except Exception as exc:
+        fail(f"could not create the key (is the database migrated? `adapt db upgrade`): {exc}")
+    err.print(f"created an API key for tenant [bold]{tenant}[/]; it is shown only once:")
+    sys.stdout.write(f"{key}\n")
+
+
+@keys_app.command("revoke")
+def keys_revoke(prefix: Annotated[str, typer.Argument(help="The key's 8-character prefix.")]) -> None:
+    """Revoke an API key by its prefix."""
+    from adapt.service.auth import revoke_key
+
+    try:
+        found = asyncio.run(_with_session(lambda s: revoke_key(s, prefix)))
+    except Exception as exc:
+        fail(f"could not revoke the key: {exc}")
+    if not found:
+        fail(f"no active key with prefix {prefix!r}", code=1)
+    err.print(f"revoked key {prefix}")
+
+
+@app.command()
+def serve(
+    host: Annotated[str | None, typer.Option(help="Bind address (ADAPT_HOST).")] = None,
+    port: Annotated[int | None, typer.Option(min=1, max=65535, help="Port (ADAPT_PORT).")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Run the HTTP API. With no broker configured, tasks run in-process (embedded mode)."""
+    from adapt.settings import get_settings
+    from api.serve import serve as run_server
+
+    logging.basicConfig(level=logging.DEBUG if verbose else logging.INFO,
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+                        stream=sys.stderr)
+    try:
+        run_server(get_settings(), host=host, port=port)
+    except UserError as exc:
+        fail(str(exc))
+
+
+@app.command()
+def worker(
+    concurrency: Annotated[int | None, typer.Option(
+        min=1, help="Tasks run at once by this process (ADAPT_CONCURRENCY, default 200).")] = None,
+    loglevel: Annotated[str, typer.Option(help="Celery log level.")] = "INFO",
+) -> None:
+    """Run a Celery worker (needs ADAPT_BROKER_URL, e.g. redis://127.0.0.1:6379/0)."""
+    from adapt.settings import get_settings
+
+    settings = get_settings()
+    if not settings.broker_url:
+        fail("no broker configured: set ADAPT_BROKER_URL (e.g. redis://127.0.0.1:6379/0); "
+             "without a broker, `adapt serve` runs tasks in-process")
+    from workers.celery_app import start_worker
+
+    try:
+        start_worker(settings, concurrency=concurrency, loglevel=loglevel)
+    except UserError as exc:
+        fail(str(exc))
+
+
 def main() -> None:
     app()
 
