@@ -15,7 +15,7 @@
 
 from __future__ import annotations
 
-from adapt.engine.executor import ReActExecutor
+from adapt.engine.executor import ExecutionResult, ReActExecutor
 from adapt.engine.planner import Planner
 from adapt.engine.run import Run
 from adapt.engine.tree import LogicExpr, LogicGroup, Node, StepRef
@@ -41,13 +41,8 @@ class AdaptController:
     async def solve(self, node: Node, task: str | None = None) -> bool:
         """Run one task node (recursively). ``task`` defaults to the env's observation."""
         run = self.run
-        await run.update(node, status="running", context_in=run.context)
         task = task if task is not None else run.env.task_observation(node.goal)
-        result = await self.executor.execute(node, task)
-        await run.update(
-            node, executor_success=result.success, self_assessed=result.self_assessed,
-            reward=result.reward, termination=result.termination,
-        )
+        result = await self.try_executor(node, task)
         if result.success:
             return await self.finish(node, True)
         if run.episode_done or node.depth >= run.config.d_max:
@@ -63,6 +58,17 @@ class AdaptController:
         children = await self.build(node, group, plan.steps, node.depth + 1)
         ok = await self.run_children(group.op, children)
         return await self.finish(node, ok)
+
+    async def try_executor(self, node: Node, task: str) -> ExecutionResult:
+        """Mark the node running, run the executor on it, record the outcome on the node."""
+        run = self.run
+        await run.update(node, status="running", context_in=run.context)
+        result = await self.executor.execute(node, task)
+        await run.update(
+            node, executor_success=result.success, self_assessed=result.self_assessed,
+            reward=result.reward, termination=result.termination,
+        )
+        return result
 
     async def build(
         self, parent: Node, group: LogicGroup, steps: list[str], depth: int

@@ -53,11 +53,6 @@ async def react_strategy(run: Run, goal: str, task: str) -> Node:
     base = run.config.executor.max_steps or run.env.default_max_steps
     controller = AdaptController(run)
     controller.executor = ReActExecutor(run, max_steps=base * run.config.d_max)
-    await run.update(root, status="running", context_in=run.context)
-    result = await controller.executor.execute(root, task)
-    await run.update(
-        root, executor_success=result.success, self_assessed=result.self_assessed,
-        reward=result.reward, termination=result.termination,
-    )
+    result = await controller.try_executor(root, task)
     await controller.finish(root, result.success)
     return root
