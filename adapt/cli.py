@@ -6,13 +6,19 @@ import asyncio
 import json
 import logging
 import sys
-from typing import Annotated, NoReturn
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 
 from adapt.errors import UserError
+
+if TYPE_CHECKING:
+    from sqlalchemy.ext.asyncio import AsyncSession
+
+T = TypeVar("T")
 
 app = typer.Typer(
     name="adapt",
@@ -179,7 +185,7 @@ def _safe_url(url: str) -> str:
     return make_url(url).render_as_string(hide_password=True)
 
 
-async def _with_session(fn):  # type: ignore[no-untyped-def]
+async def _with_session(fn: Callable[[AsyncSession], Awaitable[T]]) -> T:
     from adapt.settings import get_settings
     from adapt.store.db import create_engine, session_factory
 

@@ -87,6 +87,11 @@ class Settings(BaseSettings):
         "keys configured (anyone can then use it).",
     )
 
+    sse_poll_seconds: float = Field(default=0.2, gt=0,
+                                    description="How often an SSE stream looks for new events.")
+    sse_keepalive_seconds: float = Field(default=15.0, gt=0,
+                                         description="SSE keep-alive comment interval.")
+
     @property
     def embedded(self) -> bool:
         return not self.broker_url

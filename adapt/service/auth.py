@@ -1,0 +1,129 @@
+"""API keys: created once (plaintext shown once), stored as a SHA-256 hash, mapped to a tenant.
+
+A key looks like ``adapt_<prefix>_<secret>``: ``prefix`` is 8 hex characters, stored in clear
+so a key can be named (``adapt keys revoke <prefix>``) without revealing it; ``secret`` is 43
+URL-safe characters. Only ``sha256(secret)`` is stored.
+
+``create_key`` and ``revoke_key`` commit their own transaction (the plaintext is returned only
+after the key is durable); ``tenant_for`` and ``any_keys`` only read.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import re
+import secrets
+import uuid
+from dataclasses import dataclass
+from datetime import datetime
+
+from sqlalchemy import select, update
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from adapt.errors import UserError
+from adapt.store.models import ApiKey, utcnow
+
+KEY_SCHEME = "adapt"
+DEFAULT_TENANT = "default"
+_PREFIX_CHARS = 8
+_TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
+_KEY_RE = re.compile(r"^adapt_([0-9a-f]{8})_([A-Za-z0-9_-]{16,256})$")
+
+
+@dataclass(frozen=True)
+class KeyInfo:
+    """What may be shown about a stored key (never the secret)."""
+
+    prefix: str
+    tenant: str
+    name: str | None
+    created_at: datetime
+    revoked_at: datetime | None
+
+
+def hash_secret(secret: str) -> str:
+    return hashlib.sha256(secret.encode("utf-8")).hexdigest()
+
+
+def parse_key(token: str) -> tuple[str, str] | None:
+    """``(prefix, secret)`` of a well-formed key, else None."""
+    match = _KEY_RE.match(token.strip())
+    return (match.group(1), match.group(2)) if match else None
+
+
+def validate_tenant(tenant: str) -> str:
+    if not _TENANT_RE.match(tenant):
+        raise UserError(
+            f"invalid tenant name {tenant!r}: use 1-128 letters, digits, '.', '_' or '-', "
+            "starting with a letter or digit"
+        )
+    return tenant
+
+
+async def create_key(session: AsyncSession, tenant: str, name: str | None = None) -> str:
+    """Create a key for ``tenant`` and commit; returns the plaintext key (shown only once)."""
+    validate_tenant(tenant)
+    if name is not None and len(name) > 255:
+        raise UserError("key name is too long (at most 255 characters)")
+    while True:
+        prefix = secrets.token_hex(_PREFIX_CHARS // 2)
+        taken = await session.scalar(select(ApiKey.id).where(ApiKey.prefix == prefix).limit(1))
+        if taken is None:
+            break
+    secret = secrets.token_urlsafe(32)
+    session.add(ApiKey(id=uuid.uuid4().hex, tenant=tenant, name=name, prefix=prefix,
+                       key_hash=hash_secret(secret), created_at=utcnow()))
+    await session.commit()
+    return f"{KEY_SCHEME}_{prefix}_{secret}"
+
+
+async def tenant_for(session: AsyncSession, token: str) -> str | None:
+    """The tenant of a valid, unrevoked key; None for anything else (malformed, unknown,
+    revoked)."""
+    parsed = parse_key(token)
+    if parsed is None:
+        return None
+    prefix, secret = parsed
+    digest = hash_secret(secret)
+    row = (await session.execute(
+        select(ApiKey.tenant, ApiKey.prefix)
+        .where(ApiKey.key_hash == digest, ApiKey.revoked_at.is_(None))
+    )).one_or_none()
+    if row is None or not hmac.compare_digest(row.prefix, prefix):
+        return None
+    return str(row.tenant)
+
+
+async def any_keys(session: AsyncSession) -> bool:
+    """Whether at least one unrevoked key exists (if none, the API runs open)."""
+    found = await session.scalar(select(ApiKey.id).where(ApiKey.revoked_at.is_(None)).limit(1))
+    return found is not None
+
+
+async def revoke_key(session: AsyncSession, prefix: str) -> bool:
+    """Revoke the key with this prefix (``adapt_<prefix>_...`` or the bare prefix) and commit.
+
+    Returns True when a key was revoked, False when no active key has that prefix.
+    """
+    bare = prefix.strip()
+    if bare.startswith(f"{KEY_SCHEME}_"):
+        bare = bare[len(KEY_SCHEME) + 1:].split("_", 1)[0]
+    result = await session.execute(
+        update(ApiKey)
+        .where(ApiKey.prefix == bare, ApiKey.revoked_at.is_(None))
+        .values(revoked_at=utcnow())
+        .returning(ApiKey.id)
+    )
+    revoked = result.first() is not None
+    await session.commit()
+    return revoked
+
+
+async def list_keys(session: AsyncSession, tenant: str | None = None) -> list[KeyInfo]:
+    """Every key (optionally of one tenant), oldest first; secrets are never stored."""
+    stmt = select(ApiKey).order_by(ApiKey.created_at, ApiKey.id)
+    if tenant is not None:
+        stmt = stmt.where(ApiKey.tenant == tenant)
+    rows = (await session.execute(stmt)).scalars().all()
+    return [KeyInfo(r.prefix, r.tenant, r.name, r.created_at, r.revoked_at) for r in rows]

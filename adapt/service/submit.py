@@ -1,0 +1,253 @@
+"""Create and cancel persisted tasks (the API's write side; no web framework here).
+
+``submit_task`` validates what the engine cannot check until it runs (environment, its config,
+strategy, model specs and the real-model guard), then inserts a queued task. With an
+idempotency key, a repeat of the same request returns the task created first, and a different
+request under the same key raises ``IdempotencyConflict``; the unique constraint
+``(tenant, idempotency_key)`` makes this safe under concurrent submissions.
+
+``cancel_task`` is cooperative: it sets ``cancel_requested`` (the worker stops at the next LLM
+call boundary) and cancels a still-queued task outright, in one conditional statement.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel
+from sqlalchemy import update
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from adapt.engine.config import RunConfig
+from adapt.engine.strategies import available_strategies
+from adapt.envs import registry
+from adapt.errors import InvalidConfig, ModelSpecError, UnknownEnvironment, UserError
+from adapt.llm.guard import ALLOW_ENV_VAR, is_loopback, refusal_reason, remote_forbidden
+from adapt.llm.openai_backend import DEFAULT_BASE_URL
+from adapt.llm.spec import parse_model_spec
+from adapt.settings import Settings
+from adapt.store.models import FINAL_STATUSES, EventRow, Task, utcnow
+from adapt.store.queries import get_by_idempotency_key
+
+log = logging.getLogger(__name__)
+
+
+class SubmissionInvalid(UserError):
+    """One field of a submission is invalid; ``field`` is its dotted path in the request."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
+
+
+class IdempotencyConflict(UserError):
+    """The idempotency key was already used for a different request."""
+
+    def __init__(self, key: str, task_id: str) -> None:
+        self.key = key
+        self.task_id = task_id
+        super().__init__(
+            f"Idempotency-Key {key!r} was already used for a different request (task "
+            f"{task_id}); reuse a key only to retry the identical request, or send a new key"
+        )
+
+
+@dataclass(frozen=True)
+class Submission:
+    """What a user asks for, already type-checked (e.g. by the API's request model)."""
+
+    environment: str
+    environment_config: Mapping[str, Any]
+    run_config: RunConfig
+    goal: str | None = None
+    executor_model: str | None = None
+    planner_model: str | None = None  # None: the executor's model
+
+
+@dataclass(frozen=True)
+class Submitted:
+    task: Task
+    created: bool  # False: an idempotent replay returned the task created earlier
+
+
+def request_hash(body: Any) -> str:
+    """SHA-256 of the canonical JSON of ``body`` (sorted keys, no whitespace)."""
+    canonical = json.dumps(body, sort_keys=True, separators=(",", ":"), ensure_ascii=False,
+                           default=str)
+    return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class _Model:
+    spec: str
+    simulated: bool
+
+
+def _check_simulator(field: str, spec: str) -> None:
+    """The simulator exists and its knobs parse (without building the model)."""
+    from adapt.sim.registry import get_simulator
+    from adapt.sim.spec import parse_knobs, split_spec
+
+    try:
+        name, pairs = split_spec(spec)
+        simulator = get_simulator(name)
+        parse_knobs(simulator.name, simulator.knobs, pairs)
+    except ModelSpecError as exc:
+        raise SubmissionInvalid(field, str(exc)) from None
+
+
+def check_model(field: str, spec: str, settings: Settings) -> _Model:
+    """Parse ``spec`` and apply the real-model guard as the worker will."""
+    try:
+        parsed = parse_model_spec(spec)
+    except ModelSpecError as exc:
+        raise SubmissionInvalid(field, str(exc)) from None
+    if parsed.backend == "sim":
+        _check_simulator(field, parsed.model)
+    else:
+        url = parsed.base_url or settings.openai_base_url or DEFAULT_BASE_URL
+        if not is_loopback(url) and not settings.allow_remote_llm:
+            raise SubmissionInvalid(field, (
+                f"model {parsed.model!r} at {url} is not on this machine, and this server "
+                f"refuses remote LLM endpoints (real models cost money). To allow them, the "
+                f"server operator must set {ALLOW_ENV_VAR}=1; or use a local server "
+                f"(openai:<model>@http://127.0.0.1:PORT/v1) or a sim: model"
+            ))
+        reason = refusal_reason(url, allow_remote=settings.allow_remote_llm,
+                                forbidden=remote_forbidden(), model=parsed.model)
+        if reason is not None:
+            raise SubmissionInvalid(field, reason)
+    return _Model(str(parsed), parsed.simulated)
+
+
+def validate_submission(
+    sub: Submission, settings: Settings
+) -> tuple[dict[str, Any], _Model, _Model]:
+    """The validated environment config and the executor/planner models; raises
+    ``SubmissionInvalid`` naming the first bad field."""
+    try:
+        config: BaseModel = registry.validate_config(sub.environment, sub.environment_config)
+    except UnknownEnvironment as exc:
+        raise SubmissionInvalid("environment", str(exc)) from None
+    except InvalidConfig as exc:
+        raise SubmissionInvalid("environment_config", str(exc)) from None
+    strategies = available_strategies()
+    if sub.run_config.strategy not in strategies:
+        raise SubmissionInvalid(
+            "strategy",
+            f"unknown strategy {sub.run_config.strategy!r}; available: {', '.join(strategies)}",
+        )
+    default_model, _ = settings.resolve_default_model()
+    executor = check_model("executor.model", sub.executor_model or default_model, settings)
+    if sub.planner_model:
+        planner = check_model("planner.model", sub.planner_model, settings)
+    else:
+        planner = executor
+    return config.model_dump(mode="json", exclude_none=True), executor, planner
+
+
+def _replay(task: Task, digest: str, key: str) -> Submitted:
+    if task.request_hash != digest:
+        raise IdempotencyConflict(key, task.id)
+    return Submitted(task, created=False)
+
+
+async def submit_task(
+    session: AsyncSession,
+    settings: Settings,
+    tenant: str,
+    sub: Submission,
+    *,
+    idempotency_key: str | None = None,
+    body_hash: str | None = None,
+) -> Submitted:
+    """Validate and insert a queued task, and commit. The caller dispatches it afterwards.
+
+    ``body_hash`` (see :func:`request_hash`) identifies the request for idempotency.
+    """
+    if idempotency_key is not None:
+        if body_hash is None:
+            raise ValueError("an idempotency key needs the request's body_hash")
+        existing = await get_by_idempotency_key(session, tenant, idempotency_key)
+        if existing is not None:
+            return _replay(existing, body_hash, idempotency_key)
+
+    env_config, executor, planner = validate_submission(sub, settings)
+    now = utcnow()
+    task = Task(
+        id=uuid.uuid4().hex, tenant=tenant, status="queued", environment=sub.environment,
+        environment_config=env_config, goal=sub.goal, strategy=sub.run_config.strategy,
+        d_max=sub.run_config.d_max, run_config=sub.run_config.model_dump(mode="json"),
+        executor_model=executor.spec, planner_model=planner.spec,
+        executor_simulated=executor.simulated, planner_simulated=planner.simulated,
+        llm_calls=0, prompt_tokens=0, completion_tokens=0, cost_usd=0.0, nodes_count=0,
+        max_depth=0, idempotency_key=idempotency_key,
+        request_hash=body_hash if idempotency_key is not None else None,
+        cancel_requested=False, attempt=0, last_seq=0, created_at=now, updated_at=now,
+    )
+    session.add(task)
+    try:
+        await session.commit()
+    except IntegrityError:
+        await session.rollback()
+        if idempotency_key is None:
+            raise
+        # a concurrent request with the same key won the insert
+        existing = await get_by_idempotency_key(session, tenant, idempotency_key)
+        if existing is None:
+            raise
+        assert body_hash is not None
+        return _replay(existing, body_hash, idempotency_key)
+    log.info("task %s queued (tenant %s, %s, %s)", task.id, tenant, sub.environment,
+             sub.run_config.strategy)
+    return Submitted(task, created=True)
+
+
+CANCELLED_BEFORE_START = "cancelled before it started"
+
+
+async def cancel_task(session: AsyncSession, task: Task) -> Task:
+    """Request cancellation of ``task`` (idempotent) and commit; returns the fresh row.
+
+    Finished tasks are returned unchanged. A queued task becomes ``cancelled`` with a
+    ``task.finished`` event, in one statement conditional on ``status = 'queued'`` (so it
+    cannot race a worker's claim); a running task gets ``cancel_requested`` and stops at its
+    next LLM call.
+    """
+    task_id = task.id
+    if task.status in FINAL_STATUSES:
+        return task
+    now = utcnow()
+    # Allocates the event's seq and cancels in one UPDATE ... RETURNING (row lock on PostgreSQL,
+    # write lock on SQLite), as adapt.store.events.next_seq does.
+    seq = (await session.execute(
+        update(Task)
+        .where(Task.id == task_id, Task.status == "queued")
+        .values(status="cancelled", cancel_requested=True, finished_at=now, updated_at=now,
+                error=CANCELLED_BEFORE_START, last_seq=Task.last_seq + 1)
+        .returning(Task.last_seq)
+    )).scalar_one_or_none()
+    if seq is not None:
+        session.add(EventRow(
+            task_id=task_id, seq=int(seq), type="task.finished", ordinal=None, created_at=now,
+            payload={"status": "cancelled", "result": None, "error": CANCELLED_BEFORE_START},
+        ))
+        log.info("task %s cancelled while queued", task_id)
+    else:
+        await session.execute(
+            update(Task)
+            .where(Task.id == task_id, Task.status.not_in(FINAL_STATUSES),
+                   Task.cancel_requested.is_(False))
+            .values(cancel_requested=True, updated_at=now)
+        )
+    await session.commit()
+    await session.refresh(task)
+    return task

@@ -1,0 +1,270 @@
+"""Read queries of the API: tasks (tenant-scoped, cursor-paginated), trees, nodes, events and
+the aggregates behind ``/metrics``.
+
+Every function issues a fixed number of statements whatever the data size (the tree is one
+nodes query; the caller nests it).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import json
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Float, and_, case, cast, func, or_, select
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from adapt.errors import UserError
+from adapt.store.models import (
+    FINAL_STATUSES,
+    TASK_STATUSES,
+    EventRow,
+    LLMCallRow,
+    NodeRow,
+    StepRow,
+    Task,
+)
+
+#: upper bounds (seconds) of the LLM call latency histogram
+LATENCY_BUCKETS: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+#: upper bounds (seconds) of the task wall-time histogram
+WALL_BUCKETS: tuple[float, ...] = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0)
+
+
+class InvalidCursor(UserError):
+    """A pagination cursor that this server did not hand out."""
+
+
+# -- tasks ----------------------------------------------------------------------------------
+async def get_task(session: AsyncSession, tenant: str, task_id: str) -> Task | None:
+    """The task if it exists and belongs to ``tenant`` (else None: other tenants' ids are
+    indistinguishable from unknown ones)."""
+    if not task_id or len(task_id) > 32:
+        return None
+    stmt = (
+        select(Task)
+        .where(Task.id == task_id, Task.tenant == tenant)
+        .execution_options(populate_existing=True)
+    )
+    return (await session.execute(stmt)).scalar_one_or_none()
+
+
+async def get_by_idempotency_key(session: AsyncSession, tenant: str, key: str) -> Task | None:
+    stmt = (
+        select(Task)
+        .where(Task.tenant == tenant, Task.idempotency_key == key)
+        .execution_options(populate_existing=True)
+    )
+    return (await session.execute(stmt)).scalar_one_or_none()
+
+
+def encode_cursor(created_at: datetime, task_id: str) -> str:
+    raw = json.dumps([created_at.isoformat(), task_id], separators=(",", ":"))
+    return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
+
+
+def decode_cursor(cursor: str) -> tuple[datetime, str]:
+    """Inverse of :func:`encode_cursor`; ``InvalidCursor`` for anything else."""
+    try:
+        padded = cursor + "=" * (-len(cursor) % 4)
+        value = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
+        stamp, task_id = value
+        created_at = datetime.fromisoformat(stamp)
+        if not isinstance(task_id, str) or created_at.tzinfo is None:
+            raise ValueError("bad cursor")
+    except (ValueError, TypeError, UnicodeError, binascii.Error):
+        raise InvalidCursor(
+            "invalid cursor: pass the next_cursor value of a previous page unchanged, or omit "
+            "it to start from the newest task"
+        ) from None
+    return created_at, task_id
+
+
+@dataclass
+class TaskPage:
+    items: list[Task]
+    next_cursor: str | None
+
+
+async def list_tasks(
+    session: AsyncSession,
+    tenant: str,
+    *,
+    status: str | None = None,
+    environment: str | None = None,
+    cursor: str | None = None,
+    limit: int = 20,
+) -> TaskPage:
+    """Newest first; ``next_cursor`` is None on the last page."""
+    after = decode_cursor(cursor) if cursor else None
+    stmt = select(Task).where(Task.tenant == tenant)
+    if status is not None:
+        stmt = stmt.where(Task.status == status)
+    if environment is not None:
+        stmt = stmt.where(Task.environment == environment)
+    if after is not None:
+        created_at, task_id = after
+        stmt = stmt.where(or_(
+            Task.created_at < created_at,
+            and_(Task.created_at == created_at, Task.id < task_id),
+        ))
+    stmt = stmt.order_by(Task.created_at.desc(), Task.id.desc()).limit(limit + 1)
+    rows = list((await session.execute(stmt)).scalars().all())
+    more = len(rows) > limit
+    rows = rows[:limit]
+    next_cursor = encode_cursor(rows[-1].created_at, rows[-1].id) if more and rows else None
+    return TaskPage(rows, next_cursor)
+
+
+# -- tree, nodes ----------------------------------------------------------------------------
+async def task_nodes(session: AsyncSession, task_id: str) -> Sequence[NodeRow]:
+    """Every node of the task in one statement, ordered by (parent, position, id)."""
+    stmt = (
+        select(NodeRow)
+        .where(NodeRow.task_id == task_id)
+        .order_by(NodeRow.parent_id, NodeRow.position, NodeRow.id)
+    )
+    return (await session.execute(stmt)).scalars().all()
+
+
+async def get_node(session: AsyncSession, task_id: str, node_id: int) -> NodeRow | None:
+    stmt = select(NodeRow).where(NodeRow.task_id == task_id, NodeRow.id == node_id)
+    return (await session.execute(stmt)).scalar_one_or_none()
+
+
+async def child_ids(session: AsyncSession, task_id: str, node_id: int) -> list[int]:
+    stmt = (
+        select(NodeRow.id)
+        .where(NodeRow.task_id == task_id, NodeRow.parent_id == node_id)
+        .order_by(NodeRow.position, NodeRow.id)
+    )
+    return [int(i) for i in (await session.execute(stmt)).scalars().all()]
+
+
+async def node_steps(session: AsyncSession, task_id: str, node_id: int) -> Sequence[StepRow]:
+    stmt = (
+        select(StepRow)
+        .where(StepRow.task_id == task_id, StepRow.node_id == node_id)
+        .order_by(StepRow.index)
+    )
+    return (await session.execute(stmt)).scalars().all()
+
+
+async def node_calls(session: AsyncSession, task_id: str, node_id: int) -> Sequence[LLMCallRow]:
+    stmt = (
+        select(LLMCallRow)
+        .where(LLMCallRow.task_id == task_id, LLMCallRow.node_id == node_id)
+        .order_by(LLMCallRow.id)
+    )
+    return (await session.execute(stmt)).scalars().all()
+
+
+# -- events ---------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class TaskProgress:
+    status: str
+    last_seq: int
+
+    @property
+    def finished(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+
+async def task_progress(session: AsyncSession, task_id: str) -> TaskProgress | None:
+    """Status and last event number: the cheap query an event stream polls."""
+    row = (await session.execute(
+        select(Task.status, Task.last_seq).where(Task.id == task_id)
+    )).one_or_none()
+    return None if row is None else TaskProgress(str(row.status), int(row.last_seq))
+
+
+async def events_after(
+    session: AsyncSession, task_id: str, after_seq: int, limit: int
+) -> Sequence[EventRow]:
+    """Events with ``seq > after_seq``, oldest first, at most ``limit``."""
+    stmt = (
+        select(EventRow)
+        .where(EventRow.task_id == task_id, EventRow.seq > after_seq)
+        .order_by(EventRow.seq)
+        .limit(limit)
+    )
+    return (await session.execute(stmt)).scalars().all()
+
+
+# -- metrics --------------------------------------------------------------------------------
+@dataclass
+class Histogram:
+    buckets: list[tuple[float, int]]  # (upper bound, cumulative count), +Inf excluded
+    count: int
+    total: float
+
+
+@dataclass
+class MetricsSnapshot:
+    tasks_by_status: dict[str, int] = field(default_factory=dict)
+    cancel_requested: int = 0
+    nodes: int = 0
+    llm_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    llm_latency: Histogram = field(default_factory=lambda: Histogram([], 0, 0.0))
+    task_wall: Histogram = field(default_factory=lambda: Histogram([], 0, 0.0))
+
+
+def _le_counts(column: Any, bounds: Sequence[float]) -> list[Any]:
+    return [func.coalesce(func.sum(case((column <= b, 1), else_=0)), 0) for b in bounds]
+
+
+def _wall_seconds(dialect: str) -> Any:
+    if dialect == "postgresql":
+        return func.extract("epoch", Task.finished_at - Task.started_at)
+    return (func.julianday(Task.finished_at) - func.julianday(Task.started_at)) * 86400.0
+
+
+async def metrics_snapshot(session: AsyncSession) -> MetricsSnapshot:
+    """Database-wide aggregates (all tenants), four statements."""
+    snap = MetricsSnapshot(tasks_by_status=dict.fromkeys(TASK_STATUSES, 0))
+    rows = (await session.execute(
+        select(Task.status, func.count(), func.coalesce(
+            func.sum(case((Task.cancel_requested, 1), else_=0)), 0))
+        .group_by(Task.status)
+    )).all()
+    for status, count, cancels in rows:
+        snap.tasks_by_status[str(status)] = int(count)
+        snap.cancel_requested += int(cancels)
+
+    snap.nodes = int(await session.scalar(select(func.count()).select_from(NodeRow)) or 0)
+
+    latency = cast(LLMCallRow.latency_s, Float)
+    calls = (await session.execute(select(
+        func.count(),
+        func.coalesce(func.sum(LLMCallRow.prompt_tokens), 0),
+        func.coalesce(func.sum(LLMCallRow.completion_tokens), 0),
+        func.coalesce(func.sum(LLMCallRow.cost_usd), 0.0),
+        func.coalesce(func.sum(latency), 0.0),
+        *_le_counts(latency, LATENCY_BUCKETS),
+    ).select_from(LLMCallRow))).one()
+    snap.llm_calls, snap.prompt_tokens, snap.completion_tokens = (
+        int(calls[0]), int(calls[1]), int(calls[2]))
+    snap.cost_usd = float(calls[3])
+    snap.llm_latency = Histogram(
+        [(b, int(n)) for b, n in zip(LATENCY_BUCKETS, calls[5:], strict=True)],
+        snap.llm_calls, float(calls[4]),
+    )
+
+    wall = cast(_wall_seconds(session.get_bind().dialect.name), Float)
+    timed = and_(Task.started_at.is_not(None), Task.finished_at.is_not(None))
+    walls = (await session.execute(
+        select(func.count(), func.coalesce(func.sum(wall), 0.0), *_le_counts(wall, WALL_BUCKETS))
+        .where(timed)
+    )).one()
+    snap.task_wall = Histogram(
+        [(b, int(n)) for b, n in zip(WALL_BUCKETS, walls[2:], strict=True)],
+        int(walls[0]), float(walls[1]),
+    )
+    return snap

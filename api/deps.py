@@ -1,0 +1,119 @@
+"""Dependencies as ``Annotated`` aliases: ``SessionDep``, ``SettingsDep``, ``DispatcherDep``,
+``SessionsDep`` and ``TenantDep`` (API-key authentication)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import Annotated
+
+from fastapi import Depends, Request
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from adapt.service import auth
+from adapt.service.dispatch import Dispatcher
+from adapt.settings import Settings
+from api.problems import ProblemError
+
+log = logging.getLogger(__name__)
+
+#: how long "are there any API keys?" is cached; a new key takes effect within this time
+KEYS_CACHE_SECONDS = 1.0
+
+
+async def get_session(request: Request) -> AsyncIterator[AsyncSession]:
+    sessions: async_sessionmaker[AsyncSession] = request.app.state.sessions
+    async with sessions() as session:
+        yield session
+
+
+def get_sessions(request: Request) -> async_sessionmaker[AsyncSession]:
+    sessions: async_sessionmaker[AsyncSession] = request.app.state.sessions
+    return sessions
+
+
+def get_settings(request: Request) -> Settings:
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def get_dispatcher(request: Request) -> Dispatcher:
+    dispatcher: Dispatcher = request.app.state.dispatcher
+    return dispatcher
+
+
+SessionDep = Annotated[AsyncSession, Depends(get_session)]
+SessionsDep = Annotated[async_sessionmaker[AsyncSession], Depends(get_sessions)]
+SettingsDep = Annotated[Settings, Depends(get_settings)]
+DispatcherDep = Annotated[Dispatcher, Depends(get_dispatcher)]
+
+
+class KeysCache:
+    """Caches ``auth.any_keys`` for ``ttl`` seconds (per app)."""
+
+    def __init__(self, ttl: float = KEYS_CACHE_SECONDS) -> None:
+        self.ttl = ttl
+        self._value: bool | None = None
+        self._at = 0.0
+        self._lock = asyncio.Lock()
+
+    async def any_keys(self, session: AsyncSession) -> bool:
+        if self._value is not None and time.monotonic() - self._at < self.ttl:
+            return self._value
+        async with self._lock:
+            if self._value is None or time.monotonic() - self._at >= self.ttl:
+                self._value = await auth.any_keys(session)
+                self._at = time.monotonic()
+            return self._value
+
+    def clear(self) -> None:
+        self._value = None
+
+
+_bearer = HTTPBearer(
+    auto_error=False,
+    description="API key: `Authorization: Bearer adapt_<prefix>_<secret>` (create one with "
+    "`adapt keys create --tenant NAME`). While no key exists the API is open and requests "
+    "run as tenant `default`.",
+)
+
+
+def _unauthorized(detail: str, error: str | None = None) -> ProblemError:
+    challenge = 'Bearer realm="adapt"'
+    if error:
+        challenge += f', error="{error}"'
+    return ProblemError(401, detail, slug="unauthorized",
+                        headers={"WWW-Authenticate": challenge})
+
+
+async def get_tenant(
+    request: Request,
+    session: SessionDep,
+    _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
+) -> str:
+    """The caller's tenant. Open (tenant ``default``) while no API key exists; once one
+    exists, a valid key is required. A presented key must always be valid."""
+    header: str | None = request.headers.get("authorization")
+    if header is not None:
+        scheme, _, token = header.strip().partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise _unauthorized("malformed Authorization header: send "
+                                "'Authorization: Bearer adapt_<prefix>_<secret>'",
+                                "invalid_request")
+        tenant = await auth.tenant_for(session, token.strip())
+        if tenant is None:
+            raise _unauthorized("invalid or revoked API key; create one with "
+                                "`adapt keys create --tenant NAME`", "invalid_token")
+        return tenant
+    cache: KeysCache = request.app.state.keys_cache
+    if await cache.any_keys(session):
+        raise _unauthorized("an API key is required: send 'Authorization: Bearer "
+                            "adapt_<prefix>_<secret>' (create one with `adapt keys create "
+                            "--tenant NAME`)")
+    return auth.DEFAULT_TENANT
+
+
+TenantDep = Annotated[str, Depends(get_tenant)]

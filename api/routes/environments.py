@@ -1,0 +1,28 @@
+"""``/environments``: what tasks may run on, with each environment's config schema."""
+
+from __future__ import annotations
+
+from fastapi import APIRouter
+
+from adapt.engine.strategies import available_strategies
+from adapt.envs import registry
+from api.deps import TenantDep
+from api.routes.tasks import PROBLEMS
+from api.schemas import EnvironmentList, EnvironmentPublic
+
+router = APIRouter(prefix="/environments", tags=["environments"])
+
+
+@router.get(
+    "",
+    response_model=EnvironmentList,
+    summary="Registered environments",
+    description="Every registered environment (built-in and plug-in) with its description and "
+    "the JSON schema of its `environment_config`, plus the available strategies.",
+    responses={401: PROBLEMS[401]},
+)
+async def list_environments(_tenant: TenantDep) -> EnvironmentList:
+    return EnvironmentList(
+        items=[EnvironmentPublic.model_validate(info.model_dump()) for info in registry.describe()],
+        strategies=available_strategies(),
+    )

@@ -1,0 +1,116 @@
+"""``/tasks/{id}/events``: the task's event log as Server-Sent Events or as JSON pages."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Query, Request, Response
+from fastapi.responses import JSONResponse, StreamingResponse
+
+from adapt.store import queries
+from api.deps import SessionDep, SessionsDep, TenantDep
+from api.problems import invalid_field, not_found
+from api.routes.tasks import PROBLEMS
+from api.schemas import EventList, EventPublic
+from api.sse import StreamOptions, event_json, event_stream
+
+router = APIRouter(prefix="/tasks", tags=["events"])
+
+DESCRIPTION = """\
+The task's append-only event log. Every event has a per-task sequence number `seq` (gap-free,
+from 1) and a `type`: `node.created`, `node.updated` (`{"node": Node}`), `step`
+(`{"step": Step}`), `llm_call` (`{"call": LLMCall}`) and, last, `task.finished`
+(`{"status", "result", "error"}`).
+
+**Which format.** The same path serves two formats:
+
+- **Server-Sent Events** (`text/event-stream`) when the request's `Accept` header contains
+  `text/event-stream`, and by default (no `since`, no `Accept: application/json`). Each event
+  is sent as `id: <seq>`, `event: <type>`, `data: {"seq", "type", "created_at", "data"}`. The
+  stream starts after `Last-Event-ID` (header; what browsers send on reconnect), else after
+  `since`, else from the first event; it polls for new events and sends a `: keep-alive`
+  comment every ~15 s. It closes after sending `task.finished`, and at once if the task is
+  finished and the client already has every event. Reconnecting with `Last-Event-ID` at any
+  time, also after the task finished, resumes without gaps or duplicates.
+- **JSON** (`application/json`, `EventList`) when `since` is given (and `Accept` does not ask
+  for `text/event-stream`) or `Accept` is `application/json`: at most `limit` events with
+  `seq > since`, `last_seq` to pass as the next `since`, and `finished` (true when the task is
+  finished and nothing is left to fetch).
+"""
+
+
+def wants_stream(accept: str | None, since: int | None) -> bool:
+    wanted = (accept or "").lower()
+    if "text/event-stream" in wanted:
+        return True
+    return since is None and "application/json" not in wanted
+
+
+@router.get(
+    "/{task_id}/events",
+    response_model=EventList,
+    summary="Task events: Server-Sent Events stream or JSON page",
+    description=DESCRIPTION,
+    responses={
+        **PROBLEMS,
+        200: {
+            "description": "SSE stream (text/event-stream) or a JSON page of events",
+            "content": {
+                "text/event-stream": {
+                    "schema": {"type": "string"},
+                    "example": 'retry: 1000\n\nid: 1\nevent: node.created\ndata: {"seq":1,'
+                    '"type":"node.created","created_at":"2025-01-01T00:00:00+00:00",'
+                    '"data":{"node":{"id":1,"goal":"craft beehive"}}}\n\n',
+                },
+            },
+        },
+    },
+)
+async def task_events(
+    task_id: str,
+    request: Request,
+    session: SessionDep,
+    sessions: SessionsDep,
+    tenant: TenantDep,
+    since: Annotated[int | None, Query(ge=0, le=2**31 - 1,
+                                       description="Return events with seq > since (JSON).")]
+    = None,
+    limit: Annotated[int, Query(ge=1, le=1000, description="Most events per JSON page.")]
+    = 100,
+    last_event_id: Annotated[str | None, Header(
+        alias="Last-Event-ID", description="SSE: resume after this seq.")] = None,
+    accept: Annotated[str | None, Header()] = None,
+) -> Response:
+    task = await queries.get_task(session, tenant, task_id)
+    if task is None:
+        raise not_found("task", task_id)
+
+    if wants_stream(accept, since):
+        start = since or 0
+        if last_event_id is not None and last_event_id.strip():
+            try:
+                start = int(last_event_id.strip())
+                if start < 0:
+                    raise ValueError
+            except ValueError:
+                raise invalid_field(
+                    "last-event-id", "must be a non-negative integer: the id of the last event "
+                    "received", location="header") from None
+        options: StreamOptions = getattr(request.app.state, "stream_options", StreamOptions())
+        await session.close()  # the stream polls with its own short sessions
+        return StreamingResponse(
+            event_stream(sessions, task.id, start, options, request.is_disconnected),
+            media_type="text/event-stream",
+            headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
+        )
+
+    after = since or 0
+    progress = queries.TaskProgress(task.status, task.last_seq)
+    rows = await queries.events_after(session, task.id, after, limit)
+    last = rows[-1].seq if rows else after
+    page = EventList(
+        events=[EventPublic.model_validate(event_json(r)) for r in rows], last_seq=last,
+        finished=progress.finished and last >= progress.last_seq,
+        status=task.status,
+    )
+    return JSONResponse(page.model_dump(mode="json"))

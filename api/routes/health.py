@@ -1,0 +1,63 @@
+"""``/healthz`` (the process is up) and ``/readyz`` (database and dispatcher are usable)."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from api.deps import DispatcherDep
+from api.problems import problem_response
+from api.schemas import Health, Problem, Readiness
+
+log = logging.getLogger(__name__)
+
+router = APIRouter(tags=["health"])
+
+CHECK_TIMEOUT = 5.0
+
+
+@router.get("/healthz", response_model=Health, summary="Liveness: the process is up")
+async def healthz() -> Health:
+    return Health()
+
+
+async def _database(engine: AsyncEngine) -> str:
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT):
+            async with engine.connect() as conn:
+                await conn.execute(text("SELECT 1"))
+    except Exception as exc:
+        log.warning("readiness: database check failed: %s", exc)
+        return f"failed: {type(exc).__name__}"
+    return "ok"
+
+
+@router.get(
+    "/readyz",
+    response_model=Readiness,
+    summary="Readiness: the database answers and the dispatcher accepts work",
+    responses={503: {"model": Problem, "description": "Not ready; `checks` says which check "
+                     "failed"}},
+)
+async def readyz(request: Request, dispatcher: DispatcherDep) -> Readiness | JSONResponse:
+    checks = {"database": await _database(request.app.state.engine)}
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT):
+            ready = await dispatcher.ready()
+        checks["dispatcher"] = "ok" if ready else "not ready"
+    except Exception as exc:
+        log.warning("readiness: dispatcher check failed: %s", exc)
+        checks["dispatcher"] = f"failed: {type(exc).__name__}"
+    failed = [name for name, state in checks.items() if state != "ok"]
+    if failed:
+        return problem_response(
+            503, f"not ready: {', '.join(f'{n} {checks[n]}' for n in failed)}",
+            slug="not-ready", title="Service Unavailable",
+            extra={"checks": checks, "failed": failed},
+        )
+    return Readiness(status="ready", checks=checks)

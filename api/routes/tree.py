@@ -1,0 +1,134 @@
+"""``/tasks/{id}/tree`` and ``/tasks/{id}/nodes/{node_id}``: the decomposition tree."""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+from collections.abc import Sequence
+from typing import Annotated
+
+from fastapi import APIRouter, Header, Path, Response
+
+from adapt.store import queries
+from adapt.store.models import FINAL_STATUSES, NodeRow, Task
+from api.deps import SessionDep, TenantDep
+from api.problems import not_found
+from api.routes.tasks import PROBLEMS
+from api.schemas import (
+    LLMCallPublic,
+    NodeDetail,
+    NodePublic,
+    StepPublic,
+    TaskTree,
+    TreeNode,
+)
+
+log = logging.getLogger(__name__)
+
+router = APIRouter(prefix="/tasks", tags=["tree"])
+
+
+def tree_etag(task: Task) -> str:
+    """Changes whenever the tree response can: every node change appends an event (last_seq),
+    and status / cancel flag changes are included."""
+    key = f"{task.id}:{task.last_seq}:{task.status}:{int(task.cancel_requested)}"
+    return '"' + hashlib.sha256(key.encode()).hexdigest()[:32] + '"'
+
+
+def etag_matches(if_none_match: str | None, etag: str) -> bool:
+    """Weak comparison (RFC 9110 13.1.2): ``W/`` prefixes are ignored; ``*`` matches."""
+    if not if_none_match:
+        return False
+    for candidate in if_none_match.split(","):
+        tag = candidate.strip()
+        if tag == "*":
+            return True
+        if tag.startswith("W/"):
+            tag = tag[2:]
+        if tag == etag:
+            return True
+    return False
+
+
+def build_tree(rows: Sequence[NodeRow]) -> TreeNode | None:
+    """Nest flat rows (ordered by parent, position, id) under the root; no further queries."""
+    nodes = {row.id: TreeNode(**NodePublic.fields_of(row)) for row in rows}
+    roots: list[TreeNode] = []
+    for row in rows:
+        node = nodes[row.id]
+        parent = nodes.get(row.parent_id) if row.parent_id is not None else None
+        if parent is None:
+            roots.append(node)
+        else:
+            parent.children.append(node)
+    if not roots:
+        return None
+    roots.sort(key=lambda n: n.id)
+    if len(roots) > 1:
+        log.warning("task tree has %d parentless nodes (%s); showing node %d as the root",
+                    len(roots), [n.id for n in roots], roots[0].id)
+    return roots[0]
+
+
+@router.get(
+    "/{task_id}/tree",
+    response_model=TaskTree,
+    summary="The whole decomposition tree",
+    description=(
+        "The tree as nested JSON (each node with its `children`), built from one query however "
+        "large the tree. Before the first node exists, `tree` is null. Responses carry an "
+        "`ETag`; send it back in `If-None-Match` to get **304 Not Modified** while nothing "
+        "changed (cheap polling)."
+    ),
+    responses={**PROBLEMS, 304: {"description": "Not modified since the given ETag"}},
+)
+async def get_tree(
+    task_id: str,
+    response: Response,
+    session: SessionDep,
+    tenant: TenantDep,
+    if_none_match: Annotated[str | None, Header(alias="If-None-Match")] = None,
+) -> TaskTree | Response:
+    task = await queries.get_task(session, tenant, task_id)
+    if task is None:
+        raise not_found("task", task_id)
+    etag = tree_etag(task)
+    headers = {"ETag": etag, "Cache-Control": "no-cache"}
+    if etag_matches(if_none_match, etag):
+        return Response(status_code=304, headers=headers)
+    rows = await queries.task_nodes(session, task.id)
+    response.headers.update(headers)
+    return TaskTree(
+        task_id=task.id, status=task.status,
+        finished=task.status in FINAL_STATUSES, success=task.success, reward=task.reward,
+        last_seq=task.last_seq, nodes_count=len(rows), tree=build_tree(rows),
+    )
+
+
+@router.get(
+    "/{task_id}/nodes/{node_id}",
+    response_model=NodeDetail,
+    summary="One node with its plan, trajectory and LLM calls",
+    responses=PROBLEMS,
+)
+async def get_node(
+    task_id: str,
+    node_id: Annotated[int, Path(ge=1, le=2**31 - 1)],
+    session: SessionDep,
+    tenant: TenantDep,
+) -> NodeDetail:
+    task = await queries.get_task(session, tenant, task_id)
+    if task is None:
+        raise not_found("task", task_id)
+    node = await queries.get_node(session, task.id, node_id)
+    if node is None:
+        raise not_found("node", f"{node_id} of task {task.id}")
+    steps = await queries.node_steps(session, task.id, node_id)
+    calls = await queries.node_calls(session, task.id, node_id)
+    children = await queries.child_ids(session, task.id, node_id)
+    return NodeDetail(
+        **NodePublic.fields_of(node), task_id=task.id, plan=node.plan,
+        context_in=node.context_in, context_out=node.context_out, children=children,
+        steps=[StepPublic.from_row(s) for s in steps],
+        llm_calls=[LLMCallPublic.from_row(c) for c in calls],
+    )

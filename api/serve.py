@@ -1,0 +1,86 @@
+"""``serve(settings, host, port)``: what ``adapt serve`` runs.
+
+Refuses to expose an unauthenticated API: binding a non-loopback address while no API key
+exists needs ``ADAPT_ALLOW_PUBLIC_WITHOUT_KEYS=1``. Runs one uvicorn process; in embedded mode
+the tasks run in that process's event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ipaddress
+import logging
+
+from adapt.errors import UserError
+from adapt.service import auth
+from adapt.settings import Settings, get_settings
+from adapt.store import migrate
+from adapt.store.db import create_engine, session_factory
+
+log = logging.getLogger(__name__)
+
+
+def is_loopback_host(host: str) -> bool:
+    name = host.strip().strip("[]").rstrip(".").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        address = ipaddress.ip_address(name)
+    except ValueError:
+        return False
+    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
+        return address.ipv4_mapped.is_loopback
+    return address.is_loopback
+
+
+async def _any_keys(settings: Settings) -> bool:
+    engine = create_engine(settings.database_url)
+    try:
+        async with session_factory(engine)() as session:
+            return await auth.any_keys(session)
+    finally:
+        await engine.dispose()
+
+
+def check_exposure(settings: Settings, host: str, has_keys: bool) -> None:
+    """Raise ``UserError`` for a public bind without keys; warn loudly for an open local one."""
+    if has_keys:
+        return
+    if not is_loopback_host(host):
+        if not settings.allow_public_without_keys:
+            raise UserError(
+                f"refusing to listen on {host}: no API keys exist, so anyone who can reach "
+                "this address could run tasks (and spend LLM credit). Create a key first with "
+                "`adapt keys create --tenant NAME`, or listen on 127.0.0.1, or set "
+                "ADAPT_ALLOW_PUBLIC_WITHOUT_KEYS=1 to allow it anyway"
+            )
+        log.warning("WARNING: listening on %s with NO API KEYS: anyone who can reach it can "
+                    "use this API (ADAPT_ALLOW_PUBLIC_WITHOUT_KEYS=1)", host)
+        return
+    log.warning("WARNING: no API keys exist; the API on %s is OPEN: anyone on this machine "
+                "can use it. Create a key with `adapt keys create --tenant NAME` to require "
+                "authentication", host)
+
+
+def serve(settings: Settings | None = None, host: str | None = None,
+          port: int | None = None) -> None:
+    """Prepare the database, check the exposure rules and run uvicorn (blocks)."""
+    import uvicorn
+
+    from api.main import create_app
+
+    settings = settings or get_settings()
+    bind_host = host or settings.host
+    bind_port = port or settings.port
+    url = settings.database_url
+    if settings.embedded:
+        migrate.upgrade(url)
+    else:
+        todo = migrate.pending(url)
+        if todo:
+            raise UserError(f"the database has {len(todo)} pending migration(s) "
+                            f"({', '.join(todo)}); run `adapt db upgrade` first")
+    check_exposure(settings, bind_host, asyncio.run(_any_keys(settings)))
+    app = create_app(settings)
+    uvicorn.run(app, host=bind_host, port=bind_port, proxy_headers=False,
+                timeout_graceful_shutdown=10)

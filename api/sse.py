@@ -1,0 +1,78 @@
+"""The Server-Sent Events stream of a task's event log, fed by polling the database.
+
+Each poll is one cheap query (the task's status and ``last_seq``); events are fetched only
+when ``last_seq`` moved. A fresh session is used per poll, so a long stream holds no
+connection while it waits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import AsyncIterator, Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from adapt.store.models import EventRow
+from adapt.store.queries import events_after, task_progress
+
+FINISHED_EVENT = "task.finished"
+
+
+@dataclass(frozen=True)
+class StreamOptions:
+    poll_seconds: float = 0.2
+    keepalive_seconds: float = 15.0
+    batch: int = 500
+    retry_ms: int = 1000
+
+
+def event_json(row: EventRow) -> dict[str, Any]:
+    return {"seq": row.seq, "type": row.type, "created_at": row.created_at.isoformat(),
+            "data": row.payload}
+
+
+def format_event(row: EventRow) -> str:
+    data = json.dumps(event_json(row), separators=(",", ":"), ensure_ascii=False)
+    return f"id: {row.seq}\nevent: {row.type}\ndata: {data}\n\n"
+
+
+async def event_stream(
+    sessions: async_sessionmaker[AsyncSession],
+    task_id: str,
+    after_seq: int,
+    options: StreamOptions,
+    is_disconnected: Callable[[], Awaitable[bool]],
+) -> AsyncIterator[str]:
+    """Every event with ``seq > after_seq``, then new ones as they are written; ends after
+    ``task.finished``, or at once when the task is finished and nothing is left to send."""
+    yield f"retry: {options.retry_ms}\n\n"
+    last = after_seq
+    quiet_since = time.monotonic()
+    while True:
+        async with sessions() as session:
+            progress = await task_progress(session, task_id)
+            if progress is None:  # deleted under us
+                return
+            rows = (await events_after(session, task_id, last, options.batch)
+                    if progress.last_seq > last else [])
+        for row in rows:
+            yield format_event(row)
+            last = row.seq
+            if row.type == FINISHED_EVENT:
+                return
+        if rows:
+            quiet_since = time.monotonic()
+            if len(rows) == options.batch:
+                continue  # more are waiting: fetch them without sleeping
+        if progress.finished and last >= progress.last_seq:
+            return
+        if time.monotonic() - quiet_since >= options.keepalive_seconds:
+            yield ": keep-alive\n\n"
+            quiet_since = time.monotonic()
+        if await is_disconnected():
+            return
+        await asyncio.sleep(options.poll_seconds)
