@@ -71,8 +71,8 @@ def render_summary(result: TaskResult, models: dict[str, str]) -> RenderableType
     for role, name in models.items():
         table.add_row(f"{role} model", name)
     table.add_row("nodes", f"{result.nodes} (deepest task depth {result.max_depth})")
-    for purpose, usage in sorted(result.usage_by_purpose.items()):
-        table.add_row(f"{purpose} LLM calls", str(usage.llm_calls))
+    for role, usage in sorted(result.usage_by_role.items()):
+        table.add_row(f"{role} LLM calls", str(usage.llm_calls))
     u = result.usage
     table.add_row("LLM calls", str(u.llm_calls))
     table.add_row("tokens", f"{u.prompt_tokens} prompt + {u.completion_tokens} completion")

@@ -243,7 +243,7 @@ class StepPublic(BaseModel):
 class LLMCallPublic(BaseModel):
     id: int
     node_id: int | None
-    purpose: str = Field(examples=["executor", "planner"])
+    role: str = Field(examples=["executor", "planner"])
     model: str
     simulated: bool
     prompt: str | None = Field(description="Null when the server does not store prompts.")
@@ -261,7 +261,7 @@ class LLMCallPublic(BaseModel):
     @classmethod
     def from_row(cls, c: LLMCallRow) -> LLMCallPublic:
         return cls(
-            id=c.id, node_id=c.node_id, purpose=c.purpose, model=c.model,
+            id=c.id, node_id=c.node_id, role=c.role, model=c.model,
             simulated=c.simulated, prompt=c.prompt,
             messages=(c.messages or {}).get("messages"), stop=(c.stop or {}).get("stop") or [],
             completion=c.completion, prompt_tokens=c.prompt_tokens,

@@ -62,7 +62,7 @@ class ReActExecutor:
                 stop=["\n"],
                 max_tokens=run.config.executor.max_tokens,
                 temperature=run.config.executor.temperature,
-                purpose="executor",
+                role="executor",
             )
             response = await run.call(run.executor_model, request, node)
             line = parse_line(response.text)

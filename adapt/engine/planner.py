@@ -20,6 +20,6 @@ class Planner:
         context = run.context if cfg.propagate_context else None
         prompt = render(run.env, self.template, task=task, context=context)
         request = ChatRequest(prompt=prompt, max_tokens=cfg.max_tokens,
-                              temperature=cfg.temperature, purpose="planner")
+                              temperature=cfg.temperature, role="planner")
         response = await run.call(run.planner_model, request, node)
         return parse_plan(response.text)

@@ -58,7 +58,7 @@ class Run:
         self.budget = BudgetTracker(config.budget)
         self.nodes: dict[int, Node] = {}
         self.usage = UsageTotals()
-        self.usage_by_purpose: dict[str, UsageTotals] = {}
+        self.usage_by_role: dict[str, UsageTotals] = {}
         self.context: str | None = None  # latest propagated salient state
         self.episode_done = False
         self.reward = 0.0
@@ -111,7 +111,7 @@ class Run:
         call = LLMCall(
             id=self._calls,
             node_id=node.id,
-            purpose=request.purpose,
+            role=request.role,
             model=response.model or model.name,
             simulated=model.simulated or response.simulated,
             prompt=request.prompt,
@@ -126,7 +126,7 @@ class Run:
         )
         args = (call.prompt_tokens, call.completion_tokens, cost)
         self.usage.add(*args)
-        self.usage_by_purpose.setdefault(request.purpose, UsageTotals()).add(*args)
+        self.usage_by_role.setdefault(request.role, UsageTotals()).add(*args)
         node.usage.add(*args)
         await self.sink.emit(LLMCallMade(call=call))
         return response

@@ -102,7 +102,7 @@ class Step(BaseModel):
 class LLMCall(BaseModel):
     id: int
     node_id: int | None
-    purpose: str
+    role: str
     model: str
     simulated: bool = False
     prompt: str | None = None
@@ -124,7 +124,7 @@ class TaskResult(BaseModel):
     strategy: str
     d_max: int
     usage: UsageTotals = Field(default_factory=UsageTotals)
-    usage_by_purpose: dict[str, UsageTotals] = Field(default_factory=dict)
+    usage_by_role: dict[str, UsageTotals] = Field(default_factory=dict)
     nodes: int = 0
     max_depth: int = 0
     error: str | None = None

@@ -27,7 +27,7 @@ class ChatRequest(BaseModel):
     max_tokens: int = 256
     temperature: float = 0.0
     seed: int | None = None
-    purpose: str = "executor"  # who asks: executor, planner, reflection, ... (metadata only)
+    role: str = "executor"  # who asks: executor, planner, reflection, ... (metadata only)
 
     def as_prompt(self) -> str:
         if self.prompt is not None:

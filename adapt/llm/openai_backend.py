@@ -247,7 +247,7 @@ class _OpenAIBase:
             usage.prompt_tokens,
             usage.completion_tokens,
             latency,
-            request.purpose,
+            request.role,
         )
         return ChatResponse(
             text=text,

@@ -5,7 +5,7 @@
 service can persist it as it goes.
 
 ``ReplayModel`` answers from a recording in order, checking each incoming request against the
-recorded one (messages/prompt, stop, max_tokens, temperature, seed; not ``purpose``). A
+recorded one (messages/prompt, stop, max_tokens, temperature, seed; not ``role``). A
 mismatch raises :class:`~adapt.errors.ReplayDivergence` with the call index and a short diff.
 When the recording runs out it either continues with a ``live`` model (how a crashed task
 resumes: finished calls are replayed for free, then the run goes on live) or raises.
@@ -31,7 +31,7 @@ _SNIPPET = 60
 
 
 def request_fingerprint(request: ChatRequest) -> str:
-    """SHA-256 over the compared fields of a request (what replay checks; not ``purpose``).
+    """SHA-256 over the compared fields of a request (what replay checks; not ``role``).
 
     Lets a store keep replay verification without keeping prompt text.
     """
@@ -115,7 +115,7 @@ def _messages_diff(recorded: list[Message], got: list[Message]) -> str:
 
 
 def request_diff(recorded: ChatRequest, got: ChatRequest) -> list[str]:
-    """What differs between two requests (ignoring ``purpose``); empty when they match."""
+    """What differs between two requests (ignoring ``role``); empty when they match."""
     diffs: list[str] = []
     for field in _COMPARED:
         a, b = getattr(recorded, field), getattr(got, field)
@@ -189,7 +189,7 @@ class ReplayModel:
                 diffs = []
             if diffs:
                 raise ReplayDivergence(
-                    f"replay diverged at call {index} (purpose {request.purpose!r}): "
+                    f"replay diverged at call {index} (role {request.role!r}): "
                     + "; ".join(diffs)
                 )
             self.replayed += 1
@@ -198,7 +198,7 @@ class ReplayModel:
         if self.live is None:
             raise ReplayDivergence(
                 f"recording exhausted after {len(self.recording.calls)} calls: call {index} "
-                f"(purpose {request.purpose!r}) has no recorded answer and no live model is set"
+                f"(role {request.role!r}) has no recorded answer and no live model is set"
             )
         if self.live_calls == 0:
             logger.info("replay finished after %d calls; continuing live", self.replayed)

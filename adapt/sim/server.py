@@ -290,7 +290,7 @@ def _build_call(service: SimService, body: dict[str, Any], kind: str) -> _Call:
         "stop": _stop(body),
         "max_tokens": _max_tokens(body),
         "temperature": _temperature(body),
-        "purpose": "http",
+        "role": "http",
     }
     if kind == "chat":
         request = ChatRequest(messages=_messages(body), **common)

@@ -173,7 +173,7 @@ class SimTextCraftModel:
         prompt = request.as_prompt()
         raw, kind = self.respond(prompt, request.temperature)
         text, finish_reason = apply_limits(raw, request.stop, request.max_tokens)
-        logger.debug("%s %s -> %r (%s)", self.name, request.purpose, text, kind)
+        logger.debug("%s %s -> %r (%s)", self.name, request.role, text, kind)
         usage = Usage(
             prompt_tokens=estimate_tokens(prompt),
             completion_tokens=estimate_tokens(text),

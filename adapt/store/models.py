@@ -172,7 +172,7 @@ class LLMCallRow(Base):
     )
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     node_id: Mapped[int | None] = mapped_column(Integer)
-    purpose: Mapped[str] = mapped_column(String(32))
+    role: Mapped[str] = mapped_column(String(32))
     model: Mapped[str] = mapped_column(Text)
     simulated: Mapped[bool] = mapped_column(Boolean, default=False)
     prompt: Mapped[str | None] = mapped_column(Text)  # None unless prompts are stored

@@ -92,7 +92,7 @@ class DbSink:
                 payload = {"call": call.model_dump(mode="json")}
             fingerprint = request_fingerprint(request) if request is not None else ""
             rows.append(LLMCallRow(
-                task_id=self.task_id, id=call.id, node_id=call.node_id, purpose=call.purpose,
+                task_id=self.task_id, id=call.id, node_id=call.node_id, role=call.role,
                 model=call.model, simulated=call.simulated, prompt=call.prompt,
                 messages={"messages": call.messages} if call.messages else None,
                 stop={"stop": call.stop}, request_fingerprint=fingerprint,

@@ -116,7 +116,7 @@ def upgrade() -> None:
         sa.Column("task_id", sa.String(length=32), nullable=False),
         sa.Column("id", sa.Integer(), autoincrement=False, nullable=False),
         sa.Column("node_id", sa.Integer(), nullable=True),
-        sa.Column("purpose", sa.String(length=32), nullable=False),
+        sa.Column("role", sa.String(length=32), nullable=False),
         sa.Column("model", sa.Text(), nullable=False),
         sa.Column("simulated", sa.Boolean(), nullable=False),
         sa.Column("prompt", sa.Text(), nullable=True),

@@ -78,7 +78,7 @@ class RowSink:
             elif isinstance(event, LLMCallMade):
                 c = event.call
                 session.add(LLMCallRow(
-                    task_id=self.task_id, id=c.id, node_id=c.node_id, purpose=c.purpose,
+                    task_id=self.task_id, id=c.id, node_id=c.node_id, role=c.role,
                     model=c.model, simulated=c.simulated, prompt=c.prompt,
                     messages={"messages": c.messages} if c.messages else None,
                     stop={"stop": c.stop}, request_fingerprint="", response={"text": c.completion},

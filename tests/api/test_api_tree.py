@@ -147,6 +147,6 @@ async def test_node_detail_has_plan_steps_and_calls(
     assert {"raw", "text", "observation", "reward", "done", "kind"} <= leaf["steps"][0].keys()
     assert len(leaf["llm_calls"]) == len(calls) > 0
     call = leaf["llm_calls"][0]
-    assert call["completion"] and call["purpose"] and call["simulated"] is True
+    assert call["completion"] and call["role"] and call["simulated"] is True
     assert isinstance(call["stop"], list)
     assert call["prompt"] or call["messages"]

@@ -16,7 +16,7 @@ PLAN = "Step 1: a\nStep 2: b\nExecution Order: (Step 1 AND Step 2)"
 
 async def test_max_llm_calls(env: ToyEnv) -> None:
     sink = MemorySink()
-    model = FunctionModel(lambda r: PLAN if r.purpose == "planner" else FAIL)
+    model = FunctionModel(lambda r: PLAN if r.role == "planner" else FAIL)
     cfg = RunConfig(d_max=3, budget={"max_llm_calls": 3})
     result = await run_task(env, {}, cfg, model, sink=sink)
     assert result.status == "budget_exceeded" and result.budget_exceeded == "llm_calls"
@@ -36,7 +36,7 @@ async def test_max_tokens(env: ToyEnv) -> None:
 
 
 async def test_max_nodes(env: ToyEnv) -> None:
-    model = FunctionModel(lambda r: PLAN if r.purpose == "planner" else FAIL)
+    model = FunctionModel(lambda r: PLAN if r.role == "planner" else FAIL)
     result = await run_task(env, {}, RunConfig(d_max=3, budget={"max_nodes": 2}), model)
     assert result.status == "budget_exceeded" and result.budget_exceeded == "nodes"
     assert result.nodes == 2

@@ -12,12 +12,12 @@ from adapt.llm.testing import ScriptedModel
 
 def requests() -> list[ChatRequest]:
     return [
-        ChatRequest(prompt="craft a stick\n> ", stop=["\n"], purpose="executor"),
+        ChatRequest(prompt="craft a stick\n> ", stop=["\n"], role="executor"),
         ChatRequest(
             messages=[Message(role="system", content="plan"), Message(role="user", content="go")],
             max_tokens=64,
             seed=3,
-            purpose="planner",
+            role="planner",
         ),
         ChatRequest(prompt="third", temperature=0.7),
     ]
@@ -72,7 +72,7 @@ async def test_json_round_trip() -> None:
     again = Recording.model_validate_json(recording.model_dump_json())
     assert again == recording
     assert again.calls[1].request.messages is not None
-    assert again.calls[1].request.purpose == "planner"
+    assert again.calls[1].request.role == "planner"
 
 
 async def test_replay_answers_from_the_recording() -> None:
@@ -80,8 +80,8 @@ async def test_replay_answers_from_the_recording() -> None:
     replay = ReplayModel(recording)
     out = []
     for request in requests():
-        # purpose is metadata: it may differ without breaking the replay
-        out.append(await replay.complete(request.model_copy(update={"purpose": "other"})))
+        # role is metadata: it may differ without breaking the replay
+        out.append(await replay.complete(request.model_copy(update={"role": "other"})))
     assert [r.text for r in out] == ["get 1 stick", "Step 1: x", "done"]
     assert [r.usage for r in out] == [c.response.usage for c in recording.calls]
     assert (replay.replayed, replay.live_calls, replay.remaining) == (3, 0, 0)
@@ -181,8 +181,8 @@ async def test_fingerprint_only_recording_and_shared_cursor() -> None:
     from adapt.llm.base import ChatRequest, ChatResponse
     from adapt.llm.testing import ScriptedModel
 
-    a = ChatRequest(prompt="executor prompt", stop=["\n"], purpose="executor")
-    b = ChatRequest(prompt="planner prompt", purpose="planner")
+    a = ChatRequest(prompt="executor prompt", stop=["\n"], role="executor")
+    b = ChatRequest(prompt="planner prompt", role="planner")
     rec = Recording(calls=[
         RecordedCall(index=0, fingerprint=request_fingerprint(a), response=ChatResponse(text="A")),
         RecordedCall(index=1, fingerprint=request_fingerprint(b), response=ChatResponse(text="B")),
