@@ -25,3 +25,13 @@ def test_readme_opens_with_exactly_two_commands() -> None:
 
 def test_ci_runs_the_readme_test_command() -> None:
     assert readme_commands()[1] in (ROOT / ".ci" / "run").read_text()
+
+
+def test_every_setting_is_documented() -> None:
+    from adapt.settings import Settings
+
+    text = (ROOT / "README.md").read_text()
+    for name, info in Settings.model_fields.items():
+        choices = getattr(info.validation_alias, "choices", None)
+        env = str(choices[0]) if choices else f"ADAPT_{name.upper()}"
+        assert f"`{env}`" in text, f"{env} is missing from the README configuration table"
