@@ -1,0 +1,366 @@
+"""Throughput benchmark: many concurrent TextCraft tasks against a slow (simulated) LLM.
+
+    python -m adapt.bench.throughput [--tasks 200] [--latency 1.0] [--mode worker|inprocess]
+                                     [--database-url URL] [--broker-url URL] [--processes 1]
+
+The simulated TextCraft model is served over HTTP by the simulator's server (in its own
+process) with ``latency`` seconds per completion. ``worker`` mode runs one real Celery worker
+process (threads pool, concurrency >= tasks) against PostgreSQL and Redis; ``inprocess`` runs
+the embedded runner in this process on SQLite (no Redis). Each task makes its LLM calls one
+after another, so with every task running at once the ideal LLM-call throughput is
+``concurrency / latency``; the table reports how close the run came.
+
+Without ``--database-url`` a throw-away database is created (PostgreSQL: on
+``ADAPT_BENCH_POSTGRES_URL``, default ``postgresql://postgres@127.0.0.1:5432/postgres``; SQLite:
+a temporary file) and dropped afterwards.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+import uuid
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import httpx
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from adapt.engine import RunConfig
+from adapt.settings import Settings
+from adapt.store.db import create_engine, session_factory
+from adapt.store.migrate import upgrade
+from adapt.store.models import FINAL_STATUSES, LLMCallRow, Task, utcnow
+
+logger = logging.getLogger(__name__)
+
+ROOT = Path(__file__).resolve().parents[2]
+ADMIN_URL = os.environ.get("ADAPT_BENCH_POSTGRES_URL",
+                           "postgresql://postgres@127.0.0.1:5432/postgres")
+DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
+SIM_SPEC = "sim:textcraft?capability=1"
+
+_SIM_SCRIPT = """
+import sys, uvicorn
+from adapt.sim.server import create_app
+uvicorn.run(create_app(latency=float(sys.argv[2])), host="127.0.0.1", port=int(sys.argv[1]),
+            log_level="warning", access_log=False)
+"""
+_WORKER_SCRIPT = """
+import sys
+from adapt.settings import Settings
+from workers.celery_app import start_worker
+sys.exit(start_worker(Settings(), concurrency=int(sys.argv[1]), loglevel="WARNING"))
+"""
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _env(**extra: str) -> dict[str, str]:
+    path = os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH", "")) if p)
+    return {**os.environ, "PYTHONPATH": path, **extra}
+
+
+@contextlib.contextmanager
+def _process(
+    args: list[str], env: dict[str, str], log_path: Path
+) -> Iterator[subprocess.Popen[bytes]]:
+    with log_path.open("wb") as log:
+        proc = subprocess.Popen(args, env=env, stdout=log, stderr=subprocess.STDOUT, cwd=ROOT)
+        try:
+            yield proc
+        finally:
+            if proc.poll() is None:
+                proc.terminate()
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait(10)
+
+
+@contextlib.contextmanager
+def sim_server(latency: float, log_dir: Path) -> Iterator[str]:
+    """The simulator's OpenAI-compatible server in a subprocess; yields its base URL."""
+    port = _free_port()
+    args = [sys.executable, "-c", _SIM_SCRIPT, str(port), str(latency)]
+    with _process(args, _env(), log_dir / "sim.log") as proc:
+        base = f"http://127.0.0.1:{port}"
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                httpx.get(f"{base}/v1/models", timeout=1).raise_for_status()
+                break
+            except httpx.HTTPError:
+                if proc.poll() is not None or time.monotonic() > deadline:
+                    raise RuntimeError("the simulator server did not start") from None
+                time.sleep(0.1)
+        yield f"{base}/v1"
+
+
+@contextlib.contextmanager
+def scratch_database(kind: str) -> Iterator[str]:
+    """A migrated throw-away database ("postgres" or "sqlite"), dropped afterwards."""
+    if kind == "sqlite":
+        with tempfile.TemporaryDirectory(prefix="adapt-bench-") as tmp:
+            url = f"sqlite:///{tmp}/bench.db"
+            upgrade(url)
+            yield url
+        return
+    import psycopg2
+    from psycopg2 import sql
+
+    name = f"adapt_bench_{uuid.uuid4().hex[:10]}"
+
+    def admin(statement: Any, *args: Any) -> None:
+        conn = psycopg2.connect(ADMIN_URL)
+        conn.autocommit = True
+        try:
+            with conn.cursor() as cur:
+                cur.execute(statement, args or None)
+        finally:
+            conn.close()
+
+    admin(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
+    url = f"{ADMIN_URL.rsplit('/', 1)[0]}/{name}"
+    try:
+        upgrade(url)
+        yield url
+    finally:
+        admin("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", name)
+        admin(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
+
+
+async def insert_tasks(
+    sessions: async_sessionmaker[AsyncSession], n: int, model: str
+) -> list[str]:
+    """``n`` queued TextCraft tasks (seeds 0..n-1) for ``model``."""
+    rc = RunConfig(d_max=4)
+    ids = [uuid.uuid4().hex for _ in range(n)]
+    async with sessions.begin() as session:
+        session.add_all(Task(
+            id=task_id, tenant="bench", status="queued", environment="textcraft",
+            environment_config={"seed": seed}, strategy=rc.strategy, d_max=rc.d_max,
+            run_config=rc.model_dump(mode="json"), executor_model=model, planner_model=model,
+            executor_simulated=True, planner_simulated=True,
+        ) for seed, task_id in enumerate(ids))
+    return ids
+
+
+async def wait_all(
+    sessions: async_sessionmaker[AsyncSession], ids: list[str], timeout: float
+) -> list[Task]:
+    deadline = time.monotonic() + timeout
+    while True:
+        async with sessions() as session:
+            done = (await session.execute(
+                select(func.count()).select_from(Task)
+                .where(Task.id.in_(ids), Task.status.in_(FINAL_STATUSES)))).scalar_one()
+        if done == len(ids):
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {done}/{len(ids)} tasks finished in {timeout:.0f}s")
+        await asyncio.sleep(0.2)
+    async with sessions() as session:
+        return list((await session.execute(select(Task).where(Task.id.in_(ids)))).scalars())
+
+
+async def _calls_before(
+    sessions: async_sessionmaker[AsyncSession], ids: list[str], until: datetime
+) -> int:
+    async with sessions() as session:
+        return int((await session.execute(
+            select(func.count()).select_from(LLMCallRow)
+            .where(LLMCallRow.task_id.in_(ids), LLMCallRow.created_at <= until))).scalar_one())
+
+
+async def measure(
+    sessions: async_sessionmaker[AsyncSession], ids: list[str], dispatch: Any,
+    *, latency: float, concurrency: int, timeout: float,
+) -> dict[str, Any]:
+    """Dispatch every task, wait for all, compute the numbers."""
+    start_wall, t0 = utcnow(), time.monotonic()
+    for task_id in ids:
+        await dispatch(task_id)
+    rows = await wait_all(sessions, ids, timeout)
+    wall = time.monotonic() - t0
+    calls = sum(r.llm_calls for r in rows)
+    finished = [r.finished_at for r in rows if r.finished_at is not None]
+    first_done = min(finished)
+    # steady state: from dispatch until the first task finished, every task was running
+    window = (first_done - start_wall).total_seconds()
+    steady_calls = await _calls_before(sessions, ids, first_done)
+    ideal = min(len(ids), concurrency) / latency
+    runs = [(r.finished_at - r.started_at).total_seconds() for r in rows
+            if r.finished_at is not None and r.started_at is not None]
+    stretch = [(r.finished_at - r.started_at).total_seconds() / (r.llm_calls * latency)
+               for r in rows if r.finished_at and r.started_at and r.llm_calls]
+    return {
+        "tasks": len(ids),
+        "succeeded": sum(r.status == "succeeded" for r in rows),
+        "wall_s": wall,
+        "tasks_per_s": len(ids) / wall,
+        "llm_calls": calls,
+        "llm_calls_per_s": calls / wall,
+        "steady_llm_calls_per_s": steady_calls / window if window > 0 else float("nan"),
+        "ideal_llm_calls_per_s": ideal,
+        "efficiency": (steady_calls / window) / ideal if window > 0 else float("nan"),
+        "overall_efficiency": (calls / wall) / ideal,
+        "mean_task_latency_s": statistics.fmean(
+            (f - start_wall).total_seconds() for f in finished),
+        "mean_task_run_s": statistics.fmean(runs),
+        "mean_call_stretch": statistics.fmean(stretch),
+    }
+
+
+def _wait_worker_ready(broker_url: str, queue: str, pid: int, timeout: float = 60) -> None:
+    from workers.celery_app import create_app
+
+    probe = create_app(broker_url, queue=queue, name="adapt-bench-probe")
+    name = f"adapt-{pid}@{socket.gethostname()}"
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if probe.control.ping(destination=[name], timeout=0.5):
+                return
+        raise TimeoutError(f"worker {name} did not answer a ping in {timeout:.0f}s")
+    finally:
+        probe.close()
+
+
+async def _run_worker_mode(
+    url: str, broker_url: str, spec: str, n: int, latency: float, log_dir: Path,
+    processes: int = 1,
+) -> dict[str, Any]:
+    from workers.dispatchers import CeleryDispatcher
+
+    queue = f"adapt-bench-{uuid.uuid4().hex[:8]}"
+    per_process = max(-(-n // processes), 1)
+    env = _env(ADAPT_DATABASE_URL=url, ADAPT_BROKER_URL=broker_url, ADAPT_CELERY_QUEUE=queue)
+    engine = create_engine(url)
+    sessions = session_factory(engine)
+    dispatcher = CeleryDispatcher(broker_url, queue=queue)
+    args = [sys.executable, "-c", _WORKER_SCRIPT, str(per_process)]
+    try:
+        with contextlib.ExitStack() as stack:
+            procs = [stack.enter_context(_process(args, env, log_dir / f"worker-{i}.log"))
+                     for i in range(processes)]
+            for proc in procs:
+                await asyncio.to_thread(_wait_worker_ready, broker_url, queue, proc.pid)
+            ids = await insert_tasks(sessions, n, spec)
+            return await measure(sessions, ids, dispatcher.dispatch, latency=latency,
+                                 concurrency=per_process * processes,
+                                 timeout=60 + 200 * latency)
+    finally:
+        await dispatcher.aclose()
+        await engine.dispose()
+        with contextlib.suppress(Exception):
+            import redis
+
+            client = redis.Redis.from_url(broker_url)
+            keys = list(client.scan_iter(match=f"*{queue}*"))  # the queue, kombu's bindings
+            if keys:
+                client.delete(*keys)
+            client.close()
+
+
+async def _run_inprocess_mode(url: str, spec: str, n: int, latency: float) -> dict[str, Any]:
+    from workers.embedded import EmbeddedRunner
+
+    concurrency = max(n, 1)
+    settings = Settings.model_validate({"ADAPT_DATABASE_URL": url, "concurrency": concurrency})
+    engine = create_engine(url)
+    sessions = session_factory(engine)
+    ids = await insert_tasks(sessions, n, spec)
+    runner = EmbeddedRunner(settings)
+    try:
+        return await measure(sessions, ids, runner.dispatch, latency=latency,
+                             concurrency=concurrency, timeout=60 + 200 * latency)
+    finally:
+        await runner.aclose()
+        await engine.dispose()
+
+
+def run(
+    tasks: int = 200, latency: float = 1.0, mode: str = "worker",
+    database_url: str | None = None, broker_url: str = DEFAULT_BROKER, processes: int = 1,
+) -> dict[str, Any]:
+    """Run the benchmark; returns the numbers (see :func:`measure`) plus the mode.
+    ``processes``: worker processes in ``worker`` mode (they share the tasks)."""
+    if mode not in ("worker", "inprocess"):
+        raise ValueError(f"mode must be 'worker' or 'inprocess', not {mode!r}")
+    with contextlib.ExitStack() as stack:
+        log_dir = Path(stack.enter_context(tempfile.TemporaryDirectory(prefix="adapt-bench-")))
+        url = database_url or stack.enter_context(
+            scratch_database("postgres" if mode == "worker" else "sqlite"))
+        base_url = stack.enter_context(sim_server(latency, log_dir))
+        spec = f"openai:{SIM_SPEC}@{base_url}"
+        try:
+            if mode == "worker":
+                result = asyncio.run(_run_worker_mode(url, broker_url, spec, tasks, latency,
+                                                      log_dir, processes))
+            else:
+                result = asyncio.run(_run_inprocess_mode(url, spec, tasks, latency))
+        except Exception:
+            for log in sorted(log_dir.glob("*.log")):
+                logger.error("%s:\n%s", log.name, log.read_text(errors="replace")[-4000:])
+            raise
+    return {"mode": mode, "processes": processes if mode == "worker" else 0,
+            "latency_s": latency, **result}
+
+
+def format_table(result: dict[str, Any]) -> str:
+    rows = [
+        ("mode", result["mode"] + (f" ({result['processes']} process(es))"
+                                    if result["processes"] else "")),
+        ("tasks (succeeded)", f"{result['tasks']} ({result['succeeded']})"),
+        ("LLM latency", f"{result['latency_s']:.3g} s"),
+        ("wall time", f"{result['wall_s']:.2f} s"),
+        ("tasks/s", f"{result['tasks_per_s']:.2f}"),
+        ("LLM calls", f"{result['llm_calls']}"),
+        ("LLM calls/s (overall)", f"{result['llm_calls_per_s']:.1f}"),
+        ("LLM calls/s (all running)", f"{result['steady_llm_calls_per_s']:.1f}"),
+        ("ideal LLM calls/s", f"{result['ideal_llm_calls_per_s']:.1f}"),
+        ("efficiency (all running)", f"{100 * result['efficiency']:.0f}%"),
+        ("mean task latency", f"{result['mean_task_latency_s']:.2f} s"),
+        ("mean run time / (calls x latency)", f"{result['mean_call_stretch']:.2f}"),
+    ]
+    width = max(len(k) for k, _ in rows)
+    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+
+
+def main(argv: list[str] | None = None) -> dict[str, Any]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
+    parser.add_argument("--tasks", type=int, default=200)
+    parser.add_argument("--latency", type=float, default=1.0)
+    parser.add_argument("--mode", choices=["worker", "inprocess"], default="worker")
+    parser.add_argument("--database-url", default=None)
+    parser.add_argument("--broker-url", default=DEFAULT_BROKER)
+    parser.add_argument("--processes", type=int, default=1,
+                        help="worker processes in worker mode (default 1)")
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    result = run(args.tasks, args.latency, args.mode, args.database_url, args.broker_url,
+                 args.processes)
+    print(format_table(result))  # the benchmark's output
+    return result
+
+
+if __name__ == "__main__":
+    main()

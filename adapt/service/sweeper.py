@@ -1,0 +1,99 @@
+"""The sweeper's database side: which tasks need (re-)dispatching, and handing leases back.
+
+A task needs dispatching when nobody is working on it although it is not finished:
+
+- ``running`` with an expired lease: its worker died (or stalled past its lease);
+- ``queued`` and untouched for ``queued_grace`` seconds: its dispatch was lost (broker down when
+  the API created it, a message dropped, the embedded server restarted).
+
+Dispatching twice is harmless (``claim`` is conditional), but a flood of duplicates is not free,
+so :func:`due_for_dispatch` also *marks* what it returns by touching ``updated_at``. Several
+sweepers running at once therefore split the due tasks between them, and a task whose
+re-dispatch is itself waiting in a backlog is dispatched again only after another
+``queued_grace`` seconds.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Collection
+from datetime import datetime, timedelta
+
+from sqlalchemy import ColumnElement, or_, select, update
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from adapt.store.models import Task, utcnow
+
+log = logging.getLogger(__name__)
+
+#: most tasks one sweep hands out (the next sweep takes the rest)
+SWEEP_LIMIT = 500
+
+
+def _due(now: datetime, queued_grace: float, queued: bool) -> ColumnElement[bool]:
+    cutoff = now - timedelta(seconds=queued_grace)
+    expired = (Task.status == "running") & (Task.lease_expires_at < now) & or_(
+        # not re-dispatched since the lease ran out (claim, heartbeats and every write of a
+        # live attempt happen before its lease expires), or re-dispatched long enough ago
+        Task.updated_at <= Task.lease_expires_at,
+        Task.updated_at < cutoff,
+    )
+    if not queued:
+        return expired
+    stale = (Task.status == "queued") & (Task.updated_at < cutoff)
+    return or_(expired, stale)
+
+
+async def due_for_dispatch(
+    sessions: async_sessionmaker[AsyncSession],
+    now: datetime,
+    *,
+    queued_grace: float,
+    queued: bool = True,
+    limit: int = SWEEP_LIMIT,
+) -> list[str]:
+    """Ids of running tasks whose lease expired before ``now`` and (unless ``queued`` is
+    false) of queued tasks untouched for ``queued_grace`` seconds, oldest first, at most
+    ``limit``. Marks them (``updated_at = now``) so that concurrent sweepers do not hand out
+    the same task again within ``queued_grace``."""
+    due = _due(now, queued_grace, queued)
+    candidates = select(Task.id).where(due).order_by(Task.created_at).limit(limit)
+    stmt = (
+        # ``due`` is repeated outside the subquery so that PostgreSQL re-checks it on rows
+        # another sweeper updated concurrently (READ COMMITTED re-evaluates the outer WHERE)
+        update(Task)
+        .where(Task.id.in_(candidates.scalar_subquery()), due)
+        .values(updated_at=now)
+        .returning(Task.id, Task.created_at)
+        .execution_options(synchronize_session=False)
+    )
+    async with sessions.begin() as session:
+        rows = (await session.execute(stmt)).all()
+    ids = [str(r[0]) for r in sorted(rows, key=lambda r: r[1])]
+    if ids:
+        log.info("sweeper: %d task(s) due for dispatch", len(ids))
+    return ids
+
+
+async def release_leases(
+    sessions: async_sessionmaker[AsyncSession], owner: str, task_ids: Collection[str]
+) -> list[str]:
+    """Expire the leases ``owner`` holds on ``task_ids`` now (after cancelling its attempts on
+    a clean shutdown), so any worker may resume them at once instead of after the lease.
+    Returns the ids whose lease was released."""
+    if not task_ids:
+        return []
+    now = utcnow()
+    stmt = (
+        update(Task)
+        .where(Task.id.in_(list(task_ids)), Task.status == "running", Task.lease_owner == owner)
+        # updated_at == lease_expires_at: due for the next sweep (see ``_due``)
+        .values(lease_expires_at=now, updated_at=now)
+        .returning(Task.id)
+        .execution_options(synchronize_session=False)
+    )
+    async with sessions.begin() as session:
+        released = [str(i) for i in (await session.execute(stmt)).scalars()]
+    if released:
+        log.info("released %d lease(s) held by %s", len(released), owner)
+    return released

@@ -1,0 +1,33 @@
+"""Celery tasks: thin. Take an id, hand it to the library on this process's loop, return.
+
+A task never waits on another Celery task; it waits only on its own coroutine, which runs on
+the process's shared event loop (see :mod:`workers.loop`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Any
+
+from workers.loop import WorkerRuntime
+
+log = logging.getLogger(__name__)
+
+
+def make_run_task(runtime: Callable[[], WorkerRuntime]) -> Callable[[str], str | None]:
+    def run_task(task_id: str) -> str | None:
+        """Run (or resume) persisted task ``task_id``; returns its final status, or None when
+        another worker owns it, it is already finished, or a shutdown interrupted it."""
+        status = runtime().run(task_id)
+        log.debug("task %s -> %s", task_id, status)
+        return status
+
+    return run_task
+
+
+def register(app: Any, name: str, runtime: Callable[[], WorkerRuntime]) -> Any:
+    """Register ``run_task`` on ``app`` as ``name``: acknowledged after it ran, rejected (so
+    redelivered) if the worker is lost, no result stored."""
+    return app.task(name=name, acks_late=True, reject_on_worker_lost=True,
+                    ignore_result=True)(make_run_task(runtime))
