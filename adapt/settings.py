@@ -61,6 +61,10 @@ class Settings(BaseSettings):
         description="Celery broker (redis://127.0.0.1:6379/0). Unset: tasks run in-process in "
         "the API server (embedded mode).",
     )
+    celery_queue: str = Field(default="adapt", min_length=1,
+                              description="The Celery queue tasks are published to.")
+    db_pool_size: int = Field(default=10, ge=1, description="Database connections kept per "
+                              "process (PostgreSQL); up to as many again on bursts.")
     store_prompts: bool = Field(
         default=True, description="Store LLM prompts with each call (completions are always "
         "stored).",

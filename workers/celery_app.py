@@ -47,7 +47,9 @@ PUBLISH_RETRY = {"max_retries": 2, "interval_start": 0, "interval_step": 0.2,
 
 
 def queue_name() -> str:
-    return os.environ.get("ADAPT_CELERY_QUEUE") or DEFAULT_QUEUE
+    from adapt.settings import get_settings
+
+    return get_settings().celery_queue or DEFAULT_QUEUE
 
 
 def create_app(

@@ -50,6 +50,14 @@ class TreeSink(Protocol):
     async def emit(self, event: Event) -> None: ...
 
 
+async def flush(sink: TreeSink) -> None:
+    """Ask a buffering sink to write what it holds (the engine calls this before every LLM call
+    and at the end). Sinks without a ``flush`` method need nothing."""
+    method = getattr(sink, "flush", None)
+    if method is not None:
+        await method()
+
+
 class NullSink:
     async def emit(self, event: Event) -> None:
         return None
@@ -64,6 +72,10 @@ class FanoutSink:
     async def emit(self, event: Event) -> None:
         for sink in self.sinks:
             await sink.emit(event)
+
+    async def flush(self) -> None:
+        for sink in self.sinks:
+            await flush(sink)
 
 
 class MemorySink:

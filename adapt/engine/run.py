@@ -18,6 +18,7 @@ from adapt.engine.events import (
     NullSink,
     StepAppended,
     TreeSink,
+    flush,
 )
 from adapt.engine.tree import LLMCall, Node, Step, UsageTotals
 from adapt.envs.base import Environment
@@ -95,6 +96,7 @@ class Run:
 
     async def call(self, model: ChatModel, request: ChatRequest, node: Node) -> ChatResponse:
         """Check cancellation and budgets, call the model, record and emit the call."""
+        await flush(self.sink)  # persist what happened so far before waiting on the model
         if await self._cancelled():
             raise CancelledByUser("cancelled by user")
         self.budget.check_call(self.usage)

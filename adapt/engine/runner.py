@@ -7,7 +7,7 @@ import time
 from typing import Any
 
 from adapt.engine.config import RunConfig
-from adapt.engine.events import TaskFinished, TreeSink
+from adapt.engine.events import TaskFinished, TreeSink, flush
 from adapt.engine.run import CancelCheck, PriceFn, Run
 from adapt.engine.strategies import get_strategy
 from adapt.engine.tree import Node, NodeStatus, TaskResult, TaskStatus
@@ -83,6 +83,7 @@ async def run_task(
         wall_seconds=time.monotonic() - started,
     )
     await run.sink.emit(TaskFinished(result=result))
+    await flush(run.sink)
     return result
 
 

@@ -18,6 +18,7 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import func, or_, select, update
+from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from adapt.engine import RunConfig, run_task
@@ -55,14 +56,25 @@ class ServiceContext:
     pool: ClientPool
     pricing: Pricing
     worker_id: str = field(default_factory=default_worker_id)
+    #: task id -> (attempt, the asyncio task running it) for every task this process runs
+    running: dict[str, tuple[int, asyncio.Task[Any]]] = field(default_factory=dict)
+    _heartbeat: asyncio.Task[None] | None = None
 
     @classmethod
     def create(cls, settings: Settings, *, engine: AsyncEngine | None = None) -> ServiceContext:
-        engine = engine or create_engine(settings.database_url)
+        engine = engine or create_engine(settings.database_url,
+                                         pool_size=settings.db_pool_size)
         return cls(settings, engine, session_factory(engine), ClientPool(),
                    Pricing.from_setting(settings.pricing))
 
+    def ensure_heartbeat(self) -> None:
+        if self._heartbeat is None or self._heartbeat.done():
+            self._heartbeat = asyncio.create_task(_heartbeat(self), name="adapt-heartbeat")
+
     async def aclose(self, *, dispose_engine: bool = True) -> None:
+        if self._heartbeat is not None:
+            self._heartbeat.cancel()
+            await asyncio.gather(self._heartbeat, return_exceptions=True)
         await self.pool.aclose()
         if dispose_engine:
             await self.engine.dispose()
@@ -100,19 +112,40 @@ async def claim(ctx: ServiceContext, task_id: str) -> int | None:
     return None if attempt is None else int(attempt)
 
 
-async def renew(ctx: ServiceContext, task_id: str, attempt: int) -> bool | None:
-    """Extend the lease. Returns cancel_requested, or None when the lease was lost."""
+async def renew_all(ctx: ServiceContext) -> dict[str, int]:
+    """Extend every lease this worker holds; returns task id -> attempt still owned."""
     now = utcnow()
     stmt = (
         update(Task)
-        .where(Task.id == task_id, Task.attempt == attempt, Task.lease_owner == ctx.worker_id)
+        .where(Task.lease_owner == ctx.worker_id, Task.status == "running")
         .values(lease_expires_at=now + timedelta(seconds=ctx.settings.lease_seconds),
                 heartbeat_at=now)
-        .returning(Task.cancel_requested)
+        .returning(Task.id, Task.attempt)
     )
     async with ctx.sessions.begin() as session:
-        row = (await session.execute(stmt)).scalar_one_or_none()
-    return None if row is None else bool(row)
+        rows = (await session.execute(stmt)).all()
+    return {str(r[0]): int(r[1]) for r in rows}
+
+
+async def _heartbeat(ctx: ServiceContext) -> None:
+    """One heartbeat per process: renews all leases in one statement, and stops attempts whose
+    lease another worker took over (their next write would be refused anyway)."""
+    while True:
+        await asyncio.sleep(ctx.settings.heartbeat_seconds)
+        if not ctx.running:
+            continue
+        try:
+            # shielded: a cancelled transaction must not leave SQLite's write lock behind
+            owned = await asyncio.shield(renew_all(ctx))
+        except asyncio.CancelledError:
+            raise
+        except Exception:  # a database hiccup: try again next beat; the lease has slack
+            log.warning("heartbeat failed", exc_info=True)
+            continue
+        for task_id, (attempt, runner) in list(ctx.running.items()):
+            if owned.get(task_id) != attempt and not runner.done():
+                log.warning("task %s: attempt %d lost its lease; stopping it", task_id, attempt)
+                runner.cancel()
 
 
 async def _load_replay(ctx: ServiceContext, task_id: str) -> tuple[Recording, int]:
@@ -157,31 +190,22 @@ async def execute_task(ctx: ServiceContext, task_id: str) -> str | None:
         return None
     log.info("task %s: attempt %d on %s", task_id, attempt, ctx.worker_id)
     runner = asyncio.create_task(_run(ctx, task_id, attempt))
-    beat = asyncio.create_task(_heartbeat(ctx, task_id, attempt, runner))
+    ctx.running[task_id] = (attempt, runner)
+    ctx.ensure_heartbeat()
     try:
         return await runner
     except asyncio.CancelledError:
-        if beat.done() and beat.result() == "lost":
-            log.warning("task %s: attempt %d lost its lease; stopped", task_id, attempt)
-            return None
+        if runner.cancelled() and not _current_cancelling():
+            return None  # stopped by the heartbeat: the lease is someone else's now
         raise
     finally:
-        beat.cancel()
+        if ctx.running.get(task_id, (None,))[0] == attempt:
+            del ctx.running[task_id]
 
 
-async def _heartbeat(
-    ctx: ServiceContext, task_id: str, attempt: int, runner: asyncio.Task[Any]
-) -> str:
-    while True:
-        await asyncio.sleep(ctx.settings.heartbeat_seconds)
-        try:
-            state = await renew(ctx, task_id, attempt)
-        except Exception:  # a database hiccup: try again next beat; the lease has slack
-            log.warning("task %s: heartbeat failed", task_id, exc_info=True)
-            continue
-        if state is None:
-            runner.cancel()
-            return "lost"
+def _current_cancelling() -> bool:
+    task = asyncio.current_task()
+    return bool(task and task.cancelling())
 
 
 async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
@@ -221,6 +245,11 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
     except UserError as exc:
         await _finish_with_error(ctx, task_id, attempt, str(exc))
         return "error"
+    except (OperationalError, InterfaceError):
+        # the database is unreachable: leave the task to be resumed once the lease expires
+        log.warning("task %s: database error; it resumes when its lease expires", task_id,
+                    exc_info=True)
+        raise
     except Exception as exc:
         log.exception("task %s failed unexpectedly", task_id)
         await _finish_with_error(ctx, task_id, attempt, f"internal error: {type(exc).__name__}: "

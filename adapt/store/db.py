@@ -62,8 +62,8 @@ def create_engine(url: str, **kwargs: Any) -> AsyncEngine:
             cur.close()
 
         return engine
-    kwargs.setdefault("pool_size", 20)
-    kwargs.setdefault("max_overflow", 20)
+    kwargs.setdefault("pool_size", 10)
+    kwargs.setdefault("max_overflow", kwargs["pool_size"])
     kwargs.setdefault("pool_pre_ping", True)
     return create_async_engine(url, **kwargs)
 

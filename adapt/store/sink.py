@@ -1,13 +1,16 @@
-"""``DbSink``: persists every engine event as it happens, one transaction per event.
+"""``DbSink``: persists every engine event, as the tree grows.
 
-Each transaction first renews nothing and checks everything: an UPDATE on the task row that is
-conditional on this attempt still holding the lease allocates the event's sequence number (and
-updates the task's aggregates). If another attempt took over, the UPDATE matches no row and the
-write is refused with ``LeaseLost``.
+Events are buffered and written in one transaction when the engine flushes, which it does before
+every LLM call and at the end, so the stored tree is never more than one model call behind.
+Each transaction starts with an UPDATE on the task row that is conditional on this attempt still
+holding the lease; it allocates the batch's gap-free sequence numbers and updates the task's
+aggregates. If another attempt took over, the UPDATE matches no row and the write is refused
+with ``LeaseLost``.
 
 A resumed attempt replays the run from the start; the first ``skip`` engine events were already
-persisted by earlier attempts (they are identical, because LLM answers are replayed and
-environments are deterministic), so they are not written again.
+persisted by earlier attempts (identical, because LLM answers are replayed and environments are
+deterministic), so they are not written again. Batches are atomic, so "events stored" is always
+a prefix of the engine's event stream.
 """
 
 from __future__ import annotations
@@ -16,7 +19,7 @@ import logging
 from collections import deque
 from typing import Any
 
-from sqlalchemy import update
+from sqlalchemy import insert, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine.events import (
@@ -34,6 +37,8 @@ from adapt.store.models import EventRow, LLMCallRow, NodeRow, StepRow, Task, utc
 
 log = logging.getLogger(__name__)
 
+MAX_BUFFER = 64  # write early if a flush is this long in coming
+
 
 class CallStash:
     """Receives (request, response) pairs from ``RecordingModel`` so the sink can persist the
@@ -47,6 +52,16 @@ class CallStash:
 
     def pop(self) -> tuple[ChatRequest | None, ChatResponse | None]:
         return self.pending.popleft() if self.pending else (None, None)
+
+
+class _Batch:
+    def __init__(self) -> None:
+        self.events: list[dict[str, Any]] = []
+        self.created: dict[int, dict[str, Any]] = {}  # nodes first seen in this batch
+        self.updated: dict[int, dict[str, Any]] = {}  # latest snapshot of older nodes
+        self.steps: list[dict[str, Any]] = []
+        self.calls: list[dict[str, Any]] = []
+        self.values: dict[str, Any] = {}
 
 
 class DbSink:
@@ -70,57 +85,78 @@ class DbSink:
         self.store_prompts = store_prompts
         self.ordinal = 0
         self.cancel_requested = False
+        self._batch = _Batch()
 
     async def emit(self, event: Event) -> None:
         self.ordinal += 1
         request, response = self.stash.pop() if isinstance(event, LLMCallMade) else (None, None)
         if self.ordinal <= self.skip:
             return
-        values: dict[str, Any] = {"last_seq": Task.last_seq + 1, "updated_at": utcnow()}
-        rows: list[Any] = []
+        self._add(event, request, response)
+        if isinstance(event, TaskFinished) or len(self._batch.events) >= MAX_BUFFER:
+            await self.flush()
+
+    def _add(self, event: Event, request: ChatRequest | None,
+             response: ChatResponse | None) -> None:
+        b, tid = self._batch, self.task_id
         payload = event.model_dump(mode="json", exclude={"type"})
         if isinstance(event, NodeCreated | NodeUpdated):
-            rows.append(NodeRow(task_id=self.task_id, **event.node.model_dump(mode="json")))
-            if isinstance(event, NodeCreated):
-                values["nodes_count"] = Task.nodes_count + 1
+            row = {"task_id": tid, **event.node.model_dump(mode="json"), "updated_at": utcnow()}
+            if isinstance(event, NodeCreated) or event.node.id in b.created:
+                b.created[event.node.id] = row
+            else:
+                b.updated[event.node.id] = row
         elif isinstance(event, StepAppended):
-            rows.append(StepRow(task_id=self.task_id, **event.step.model_dump(mode="json")))
+            b.steps.append({"task_id": tid, **event.step.model_dump(mode="json")})
         elif isinstance(event, LLMCallMade):
             call = event.call
             if not self.store_prompts:
                 call = call.model_copy(update={"prompt": None, "messages": None})
                 payload = {"call": call.model_dump(mode="json")}
-            fingerprint = request_fingerprint(request) if request is not None else ""
-            rows.append(LLMCallRow(
-                task_id=self.task_id, id=call.id, node_id=call.node_id, role=call.role,
-                model=call.model, simulated=call.simulated, prompt=call.prompt,
-                messages={"messages": call.messages} if call.messages else None,
-                stop={"stop": call.stop}, request_fingerprint=fingerprint,
-                response=(response.model_dump(mode="json") if response is not None
-                          else {"text": call.completion}),
-                completion=call.completion, prompt_tokens=call.prompt_tokens,
-                completion_tokens=call.completion_tokens, usage_estimated=call.usage_estimated,
-                latency_s=call.latency_s, cost_usd=call.cost_usd, attempt=self.attempt,
-            ))
-            values.update(
-                llm_calls=Task.llm_calls + 1,
-                prompt_tokens=Task.prompt_tokens + call.prompt_tokens,
-                completion_tokens=Task.completion_tokens + call.completion_tokens,
-                cost_usd=(None if call.cost_usd is None else Task.cost_usd + call.cost_usd),
-            )
+            b.calls.append({
+                "task_id": tid, "id": call.id, "node_id": call.node_id, "role": call.role,
+                "model": call.model, "simulated": call.simulated, "prompt": call.prompt,
+                "messages": {"messages": call.messages} if call.messages else None,
+                "stop": {"stop": call.stop},
+                "request_fingerprint": request_fingerprint(request) if request else "",
+                "response": (response.model_dump(mode="json") if response is not None
+                             else {"text": call.completion}),
+                "completion": call.completion, "prompt_tokens": call.prompt_tokens,
+                "completion_tokens": call.completion_tokens,
+                "usage_estimated": call.usage_estimated, "latency_s": call.latency_s,
+                "cost_usd": call.cost_usd, "attempt": self.attempt, "created_at": utcnow(),
+            })
         elif isinstance(event, TaskFinished):
             r = event.result
             payload = {"status": r.status, "result": r.model_dump(mode="json"), "error": r.error}
-            values.update(
+            b.values.update(
                 status=r.status, success=r.success, reward=r.reward,
                 result=r.model_dump(mode="json"), error=r.error, max_depth=r.max_depth,
-                resolved_goal=r.goal,
-                finished_at=utcnow(), lease_owner=None, lease_expires_at=None,
-                # usage is authoritative from the engine (covers replayed calls too)
-                llm_calls=r.usage.llm_calls, prompt_tokens=r.usage.prompt_tokens,
-                completion_tokens=r.usage.completion_tokens, cost_usd=r.usage.cost_usd,
-                nodes_count=r.nodes,
+                resolved_goal=r.goal, finished_at=utcnow(), lease_owner=None,
+                lease_expires_at=None,
             )
+        b.events.append({"task_id": tid, "type": event.type, "payload": payload,
+                         "ordinal": self.ordinal, "created_at": utcnow()})
+
+    async def flush(self) -> None:
+        b = self._batch
+        if not b.events:
+            return
+        self._batch = _Batch()
+        n = len(b.events)
+        values: dict[str, Any] = {"last_seq": Task.last_seq + n, "updated_at": utcnow()}
+        if b.created:
+            values["nodes_count"] = Task.nodes_count + len(b.created)
+        if b.calls:
+            costs = [c["cost_usd"] for c in b.calls]
+            values.update(
+                llm_calls=Task.llm_calls + len(b.calls),
+                prompt_tokens=Task.prompt_tokens + sum(c["prompt_tokens"] for c in b.calls),
+                completion_tokens=Task.completion_tokens
+                + sum(c["completion_tokens"] for c in b.calls),
+                cost_usd=None if None in costs else Task.cost_usd + sum(costs),
+            )
+        values.update(b.values)
         async with self.sessions.begin() as session:
             stmt = (
                 update(Task)
@@ -132,8 +168,19 @@ class DbSink:
             row = (await session.execute(stmt)).one_or_none()
             if row is None:
                 raise LeaseLost(f"task {self.task_id}: attempt {self.attempt} lost its lease")
-            seq, self.cancel_requested = int(row[0]), bool(row[1])
-            for obj in rows:
-                await session.merge(obj)
-            session.add(EventRow(task_id=self.task_id, seq=seq, type=event.type,
-                                 payload=payload, ordinal=self.ordinal))
+            last, self.cancel_requested = int(row[0]), bool(row[1])
+            if b.created:
+                await session.execute(insert(NodeRow), list(b.created.values()))
+            for node in b.updated.values():
+                await session.execute(
+                    update(NodeRow)
+                    .where(NodeRow.task_id == self.task_id, NodeRow.id == node["id"])
+                    .values({k: v for k, v in node.items() if k not in ("task_id", "id")})
+                )
+            if b.steps:
+                await session.execute(insert(StepRow), b.steps)
+            if b.calls:
+                await session.execute(insert(LLMCallRow), b.calls)
+            for offset, ev in enumerate(b.events):
+                ev["seq"] = last - n + 1 + offset
+            await session.execute(insert(EventRow), b.events)

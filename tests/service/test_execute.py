@@ -145,8 +145,9 @@ async def test_a_stale_attempt_cannot_write(database_url: str) -> None:
     from adapt.store.sink import CallStash, DbSink
 
     stale = DbSink(ctx1.sessions, task_id, 1, "w1", stash=CallStash())
+    await stale.emit(NodeUpdated(node=Node(id=1, goal="x")))  # buffered until the flush
     with pytest.raises(LeaseLost):
-        await stale.emit(NodeUpdated(node=Node(id=1, goal="x")))
+        await stale.flush()
     await ctx1.aclose()
     await ctx2.aclose()
 
