@@ -266,9 +266,10 @@ def worker(
     from workers.celery_app import start_worker
 
     try:
-        start_worker(settings, concurrency=concurrency, loglevel=loglevel)
+        code = start_worker(settings, concurrency=concurrency, loglevel=loglevel)
     except UserError as exc:
         fail(str(exc))
+    raise typer.Exit(code)
 
 
 def main() -> None:

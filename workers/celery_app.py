@@ -187,7 +187,7 @@ def start_worker(
                         "(e.g. redis://127.0.0.1:6379/0)")
     configure(settings)
     n = concurrency or settings.concurrency
-    q = queue or queue_name()
+    q = queue or settings.celery_queue
     app.conf.task_default_queue = q
     argv = [
         "worker", f"--loglevel={loglevel}", "--pool=threads", f"--concurrency={n}",

@@ -88,4 +88,4 @@ def make_dispatcher(
         runner.start_nowait()
         return runner
     assert settings.broker_url is not None
-    return CeleryDispatcher(settings.broker_url)
+    return CeleryDispatcher(settings.broker_url, queue=settings.celery_queue)
