@@ -8,29 +8,16 @@ the tasks run in that process's event loop.
 from __future__ import annotations
 
 import asyncio
-import ipaddress
 import logging
 
 from adapt.errors import UserError
+from adapt.llm.guard import is_loopback_host
 from adapt.service import auth
 from adapt.settings import Settings, get_settings
 from adapt.store import migrate
 from adapt.store.db import create_engine, session_factory
 
 log = logging.getLogger(__name__)
-
-
-def is_loopback_host(host: str) -> bool:
-    name = host.strip().strip("[]").rstrip(".").lower()
-    if name == "localhost" or name.endswith(".localhost"):
-        return True
-    try:
-        address = ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped.is_loopback
-    return address.is_loopback
 
 
 async def _any_keys(settings: Settings) -> bool:

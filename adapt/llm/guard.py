@@ -52,11 +52,17 @@ def is_loopback(base_url: str) -> bool:
         return False
     if not host:
         return False
-    host = host.rstrip(".").lower()
-    if host == "localhost" or host.endswith(".localhost"):
+    return is_loopback_host(host)
+
+
+def is_loopback_host(host: str) -> bool:
+    """``localhost``, ``*.localhost``, 127.0.0.0/8, ``::1`` (also IPv4-mapped). Names are never
+    resolved."""
+    name = host.strip().strip("[]").rstrip(".").lower()
+    if name == "localhost" or name.endswith(".localhost"):
         return True
     try:
-        address = ipaddress.ip_address(host)
+        address = ipaddress.ip_address(name)
     except ValueError:
         return False
     if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
