@@ -7,6 +7,7 @@ import json
 import logging
 import sys
 from collections.abc import Awaitable, Callable
+from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 
 import typer
@@ -270,6 +271,129 @@ def worker(
     except UserError as exc:
         fail(str(exc))
     raise typer.Exit(code)
+
+
+bench_app = typer.Typer(help="Benchmarks: success rates, decomposition depth, calls, cost.",
+                        no_args_is_help=True)
+app.add_typer(bench_app, name="bench")
+
+
+@bench_app.command("textcraft")
+def bench_textcraft(
+    split: Annotated[str, typer.Option(help="Task split: dev | test | all.")] = "test",
+    depth: Annotated[int | None, typer.Option(min=1, help="Only tasks of this recipe depth.")] = (
+        None
+    ),
+    limit: Annotated[int | None, typer.Option(
+        min=1, help="At most N tasks, stratified across recipe depths.")] = None,
+    strategies: Annotated[str, typer.Option(
+        help="Comma-separated strategy names, e.g. adapt,react,plan_and_execute.")] = (
+        "adapt,react"
+    ),
+    d_max: Annotated[str, typer.Option("--d-max", help="Maximum decomposition depth, or a "
+                                       "comma-separated list (e.g. 1,2,3,4).")] = "4",
+    model: Annotated[list[str] | None, typer.Option(
+        help="Model spec for both roles; repeat to compare models side by side. Default: the "
+        "settings' default (the SIMULATED TextCraft model without an API key).")] = None,
+    executor_model: Annotated[str | None, typer.Option("--executor-model")] = None,
+    planner_model: Annotated[str | None, typer.Option("--planner-model")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Task runs at once.")] = 8,
+    seed: Annotated[int, typer.Option(help="RunConfig.seed for every run.")] = 0,
+    out: Annotated[Path | None, typer.Option(
+        help="Write report.json, report.md, tasks.jsonl (and the PNGs) here.")] = None,
+    plot: Annotated[bool, typer.Option(help="Write PNG plots into --out (needs matplotlib).")] = (
+        False
+    ),
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Benchmark strategies on TextCraft (the paper's tables 4 and 7, figure 4).
+
+    Example: adapt bench textcraft --limit 40 --strategies adapt,react --d-max 1,2,3,4
+    --model 'sim:textcraft?capability=1&error_rate=0.1&seed=7' --out runs/tc --plot
+    """
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    from adapt.bench.report import TaskRecord, print_table, write_report
+    from adapt.bench.textcraft import (
+        BenchModel,
+        parse_d_max,
+        parse_strategies,
+        run_bench,
+        select_tasks,
+    )
+    from adapt.llm.base import Usage
+    from adapt.llm.pricing import Pricing
+    from adapt.runlocal import load_models
+    from adapt.settings import get_settings
+
+    setup_logging(verbose)
+    if plot and out is None:
+        fail("--plot writes PNG files: give --out DIR too")
+    try:
+        names = parse_strategies(strategies)
+        depths = parse_d_max(d_max)
+        selected = select_tasks(split, depth, limit)
+        settings = get_settings()
+        pricing = Pricing.from_setting(settings.pricing)
+        if plot:
+            from adapt.bench.plots import require_matplotlib
+
+            require_matplotlib()  # fail now, not after the run, when matplotlib is missing
+        bench_models: list[BenchModel] = []
+        specs: list[str | None] = list(model) if model else [None]
+        for spec in specs:
+            loaded = load_models(settings, model=spec, executor_model=executor_model,
+                                 planner_model=planner_model)
+            if loaded.notice:
+                err.print(f"[yellow]note:[/] {loaded.notice}")
+            bench_models.append(BenchModel(loaded.executor, loaded.planner))
+    except ValidationError as exc:
+        fail(str(exc))
+    except UserError as exc:
+        fail(str(exc))
+
+    def price(name: str, usage: Usage, simulated: bool) -> float | None:
+        return pricing.cost(name, usage, simulated=simulated)
+
+    total = len(selected) * len(names) * len(depths) * len(bench_models)
+    done = wins = tokens = 0
+    progress = Progress(
+        TextColumn("[bold]textcraft"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("success {task.fields[rate]}"), TextColumn("tokens {task.fields[tokens]}"),
+        TimeElapsedColumn(), console=err,
+    )
+    bar = progress.add_task("bench", total=total, rate="–", tokens="0")
+
+    def on_result(record: TaskRecord) -> None:
+        nonlocal done, wins, tokens
+        done += 1
+        wins += record.solved
+        tokens += record.usage.total_tokens
+        progress.update(bar, advance=1, rate=f"{100 * wins / done:.1f}%", tokens=f"{tokens:,}")
+
+    try:
+        with progress:
+            report = run_bench(
+                split=split, depth=depth, limit=limit, strategies=names, d_max=depths,
+                models=bench_models, concurrency=concurrency, seed=seed, price=price,
+                on_result=on_result,
+            )
+    except UserError as exc:
+        fail(str(exc))
+    print_table(report, Console())
+    if out is not None:
+        paths = write_report(report, out)
+        if plot:
+            from adapt.bench.plots import write_plots
+
+            paths += write_plots(report, out)
+        err.print("wrote " + ", ".join(str(p) for p in paths))
 
 
 def main() -> None:

@@ -31,6 +31,8 @@ def node_label(node: Node, sink: MemorySink) -> Text:
         text.append(node.goal, style="italic")
         return text
     text.append(f"d{node.depth} ", style="dim")
+    if node.label:
+        text.append(f"{node.label}: ", style="cyan")
     text.append(node.goal, style=style if node.status != "pending" else "")
     if node.steps_count:
         text.append(f"  ({node.steps_count} steps", style="dim")

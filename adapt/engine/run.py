@@ -48,8 +48,12 @@ class Run:
         sink: TreeSink | None = None,
         cancel: CancelCheck | None = None,
         price: PriceFn | None = None,
+        env_config: dict[str, Any] | None = None,
     ) -> None:
         self.env = env
+        #: the config the environment was reset with; strategies that run several trials reset
+        #: the environment to the task's start with ``env.reset(**run.env_config)``
+        self.env_config: dict[str, Any] = dict(env_config or {})
         self.config = config
         self.executor_model = executor_model
         self.planner_model = planner_model or executor_model

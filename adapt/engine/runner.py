@@ -38,7 +38,8 @@ async def run_task(
     prompt template) raise before anything runs.
     """
     strategy = get_strategy(config.strategy)
-    run = Run(env, config, executor_model, planner_model, sink=sink, cancel=cancel, price=price)
+    run = Run(env, config, executor_model, planner_model, sink=sink, cancel=cancel, price=price,
+              env_config=env_config)
     started = time.monotonic()
     observation = env.reset(**env_config)
     root_goal = goal or env.goal

@@ -56,3 +56,7 @@ async def react_strategy(run: Run, goal: str, task: str) -> Node:
     result = await controller.try_executor(root, task)
     await controller.finish(root, result.success)
     return root
+
+
+# The paper's other baselines register themselves on import (they need ``register`` above).
+from adapt.engine import baselines as _baselines  # noqa: E402,F401

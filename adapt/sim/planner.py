@@ -1,4 +1,5 @@
-"""The simulated planner: a one-recipe-level plan in the paper's format (Appendix G).
+"""The simulated planner: a one-recipe-level plan in the paper's format (Appendix G), and for
+the plan-and-execute baseline one detailed plan over every level (``write_detailed_plan``).
 
 ``# Think:`` lines, ``Step N: fetch <amount> <ingredient>`` for every missing ingredient, one
 ``Step N: craft <k> <X> using ...`` per craft needed, and ``Execution Order: (Step 1 AND ...)``.
@@ -12,7 +13,13 @@ import math
 from collections import Counter
 from dataclasses import dataclass
 
-from adapt.sim.crafting import CraftingBook
+from adapt.sim.crafting import (
+    Action,
+    CraftingBook,
+    PlanImpossible,
+    plan_acquisition,
+    plan_craft_once,
+)
 from adapt.sim.executor import Draws, Knobs
 from adapt.sim.prompt_parse import Goal, Ingredient, TaskPrompt
 
@@ -158,5 +165,125 @@ def write_plan(task: TaskPrompt, knobs: Knobs, draws: Draws) -> PlanText:
             'So I need to use the "AND" operator.'
         )
         order = " AND ".join(f"Step {i + 1}" for i in range(len(draft.steps)))
+        lines.append(f"Execution Order: ({order})")
+    return PlanText("\n".join(lines), kind, malformed)
+
+
+# -- plan-and-execute: one detailed plan over every recipe level ------------------------------
+def _detailed_steps(goal: Goal, inventory: Counter[str], book: CraftingBook) -> list[Action]:
+    """Every action from the base fetches up to the goal craft (dependency order)."""
+    if goal.kind == "craft" and goal.ingredients is not None:
+        item = book.canonical(goal.item)
+        recipe = book.recipe_for(item)
+        spec = tuple(Ingredient(i.count, book.canonical(i.item)) for i in goal.ingredients)
+        count = recipe.count if recipe is not None else goal.count
+        craft = Action("craft", item, count, book.resolve_ingredients(spec, inventory))
+        return plan_craft_once(book, craft, inventory).actions
+    item = book.resolve(book.canonical(goal.item), inventory)
+    return plan_acquisition(book, item, goal.count, inventory).actions
+
+
+def _detailed_mistake(
+    actions: list[Action], goal_item: str, draws: Draws
+) -> tuple[list[Action], str] | None:
+    """A realistic slip in a long plan: a forgotten intermediate craft, or a base amount
+    written for one craft instead of all of them. None if no slip applies."""
+    options: list[tuple[list[Action], str]] = []
+    crafts = [i for i, a in enumerate(actions) if a.kind == "craft" and a.item != goal_item]
+    if crafts:
+        drop = crafts[min(int(draws.detail * len(crafts)), len(crafts) - 1)]
+        options.append(([a for i, a in enumerate(actions) if i != drop], "missing_craft"))
+    for index, action in enumerate(actions):
+        if action.kind != "get":
+            continue
+        per_craft = next(
+            (
+                ing.count
+                for a in actions
+                if a.kind == "craft"
+                for ing in a.ingredients
+                if ing.item == action.item
+            ),
+            action.count,
+        )
+        if per_craft < action.count:
+            short = [*actions]
+            short[index] = Action("get", action.item, per_craft, category=action.category)
+            options.append((short, "not_multiplied"))
+            break
+    if not options:
+        return None
+    return options[min(int(draws.error_kind * len(options)), len(options) - 1)]
+
+
+def _step_text(action: Action) -> str:
+    if action.kind == "get":
+        return f"fetch {action.count} {action.item}"
+    return action.render()
+
+
+def write_detailed_plan(task: TaskPrompt, knobs: Knobs, draws: Draws) -> PlanText:
+    """The plan-and-execute planner's completion: every recipe level in one plan.
+
+    Base fetches first (exact totals), then the crafts bottom-up (one step per craft), the goal
+    craft last, joined with AND. ``error_rate`` is per recipe level (a plan over 3 levels slips
+    with chance 1 - (1 - e)^3); ``format_error_rate`` as for the one-level planner.
+    """
+    goal = task.goal
+    if goal is None:
+        return PlanText("# Think: I cannot find a goal I understand, so I cannot plan.", "no_goal")
+    book = CraftingBook(task.commands)
+    inventory: Counter[str] = Counter()
+    for name, count in (task.context_inventory or {}).items():
+        inventory[book.canonical(name)] += count
+    try:
+        actions = _detailed_steps(goal, inventory, book)
+    except PlanImpossible as exc:
+        return PlanText(f"# Think: {exc}, so I cannot plan {goal.text}.", "impossible")
+    if not actions:
+        actions = [Action("get", book.canonical(goal.item), goal.count)]
+    goal_item = actions[-1].item
+    levels = max(1, len({a.item for a in actions if a.kind == "craft"}))
+    kind = "plan"
+    if draws.error < 1 - (1 - knobs.error_rate) ** levels:
+        slip = _detailed_mistake(actions, goal_item, draws)
+        if slip is not None:
+            actions, mistake = slip
+            kind = f"mistake:{mistake}"
+    steps = [_step_text(a) for a in actions]
+    gets = [a for a in actions if a.kind == "get"]
+    made = [a.item for a in actions if a.kind == "craft" and a.item != goal_item]
+    intermediates = list(dict.fromkeys(made))
+    thoughts: list[tuple[int, str]] = [
+        (
+            0,
+            f"My goal is: {goal.text}. Working down the crafting commands, the base materials "
+            f"are {', '.join(f'{a.count} {a.item}' for a in gets) or 'already held'}"
+            + (
+                f" and the intermediate items are {', '.join(intermediates)}"
+                if intermediates
+                else ""
+            )
+            + ". I fetch every base material first, then craft from the bottom up, with exact "
+            "counts, and craft the goal last.",
+        )
+    ]
+    if gets and len(gets) < len(steps):
+        thoughts.append((len(gets), "With the base materials held I can craft the items."))
+    malformed = draws.format_error < knobs.format_error_rate
+    unlabeled = -1
+    if malformed:
+        if draws.format_kind < 0.5 or len(steps) < 2:
+            kind = "format:no_execution_order"
+        else:
+            unlabeled = min(int(draws.detail * len(steps)), len(steps) - 1)
+            kind = "format:unlabeled_step"
+    lines: list[str] = []
+    for index, step in enumerate(steps):
+        lines += [f"# Think: {t}" for at, t in thoughts if at == index]
+        lines.append(step if index == unlabeled else f"Step {index + 1}: {step}")
+    if kind != "format:no_execution_order":
+        lines.append("# Think: Every step is needed, one after the other, so I join them with AND.")
+        order = " AND ".join(f"Step {i + 1}" for i in range(len(steps)))
         lines.append(f"Execution Order: ({order})")
     return PlanText("\n".join(lines), kind, malformed)

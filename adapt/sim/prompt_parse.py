@@ -5,6 +5,10 @@ The prompt contract (built by the engine from the environment's templates):
 - executor: ``<instructions + demos>\\n\\n<task observation>\\n<context>\\n`` + trajectory lines
   (``> <action>\\n<observation>\\n``) + ``> ``; the model writes one line;
 - planner: ``<instructions + demos>\\n\\n<task observation>\\n<context>\\n`` (no trailing ``> ``).
+- plan_and_execute: a planner prompt whose instructions contain ``PLAN_AND_EXECUTE_MARKER``
+  (asks for one detailed plan over every recipe level);
+- reflection: ``<instructions>\\n\\n<task observation>\\n<context>\\nFailed attempt:\\n`` +
+  the failed trajectory lines + ``Reflection:`` (the prompt ends with ``REFLECTION_MARKER``).
 
 The task observation is ``Crafting commands:\\n<commands>\\n\\nGoal: <goal>.``. Demos have the same
 shape, so the live task is the text after the LAST ``Crafting commands:``. ``<context>`` is empty
@@ -19,7 +23,14 @@ from typing import Literal
 
 COMMANDS_HEADER = "Crafting commands:"
 
-Role = Literal["executor", "planner"]
+Role = Literal["executor", "planner", "plan_and_execute", "reflection"]
+
+#: a phrase only the plan-and-execute template's instructions contain
+PLAN_AND_EXECUTE_MARKER = "write one detailed plan for the whole goal"
+#: the line a reflection prompt ends with (the model writes the reflection after it)
+REFLECTION_MARKER = "Reflection:"
+#: the line in a reflection prompt after which the failed trajectory follows
+FAILED_ATTEMPT_HEADER = "Failed attempt:"
 
 _COUNT_ITEM = re.compile(r"^(\d+)\s*x?\s+(.+)$")
 _CRAFT = re.compile(r"craft\s+(.+?)\s+using\s+(.+)$", re.IGNORECASE)
@@ -168,8 +179,17 @@ def clean_action(text: str) -> str:
 
 
 def detect_role(prompt: str) -> Role:
-    """An executor prompt ends with ``> ``; anything else is a planner prompt."""
-    return "executor" if prompt.rstrip(" \t").endswith(">") else "planner"
+    """An executor prompt ends with ``> ``; a reflection prompt ends with ``Reflection:``; a
+    prompt with the plan-and-execute marker asks for a detailed plan; anything else is a
+    planner prompt."""
+    end = prompt.rstrip()
+    if end.endswith(REFLECTION_MARKER):
+        return "reflection"
+    if prompt.rstrip(" \t").endswith(">"):
+        return "executor"
+    if PLAN_AND_EXECUTE_MARKER in prompt.lower():
+        return "plan_and_execute"
+    return "planner"
 
 
 def _parse_trajectory(lines: list[str]) -> tuple[TrajectoryStep, ...]:
@@ -187,6 +207,15 @@ def _parse_trajectory(lines: list[str]) -> tuple[TrajectoryStep, ...]:
     if action is not None and (action.strip() or any(o.strip() for o in observation)):
         steps.append(TrajectoryStep(action.strip(), "\n".join(observation).strip()))
     return tuple(steps)
+
+
+def _reflection_trajectory(rest: list[str]) -> tuple[TrajectoryStep, ...]:
+    """The failed trajectory between the last ``Failed attempt:`` and the ``Reflection:`` line."""
+    starts = [i for i, line in enumerate(rest) if line.strip() == FAILED_ATTEMPT_HEADER]
+    start = starts[-1] + 1 if starts else 0
+    ends = [i for i, line in enumerate(rest) if line.strip() == REFLECTION_MARKER and i >= start]
+    end = ends[-1] if ends else len(rest)
+    return _parse_trajectory(rest[start:end])
 
 
 def parse_prompt(prompt: str) -> TaskPrompt:
@@ -218,7 +247,11 @@ def parse_prompt(prompt: str) -> TaskPrompt:
         parsed = parse_inventory(line)
         if parsed is not None:
             context_inventory = parsed
-    trajectory = _parse_trajectory(rest[first_action:]) if role == "executor" else ()
+    trajectory: tuple[TrajectoryStep, ...] = ()
+    if role == "executor":
+        trajectory = _parse_trajectory(rest[first_action:])
+    elif role == "reflection":
+        trajectory = _reflection_trajectory(rest)
     live_task = "\n".join(lines[: index + first_action])
     return TaskPrompt(
         role=role,

@@ -1,8 +1,10 @@
 """``SimTextCraftModel``: a simulated weak LLM agent for TextCraft, usable as a real backend.
 
 It reads ONLY the prompt text (see ``adapt.sim.prompt_parse`` for the contract) and answers as
-the executor (the prompt ends with ``> ``: one action line) or as the planner (anything else: a
-one-level plan). Outputs are deterministic for the same prompt, knobs and temperature: the
+the executor (the prompt ends with ``> ``: one action line), as the reflection writer (the prompt
+ends with ``Reflection:``: 1-2 sentences on the failed trajectory), as the plan-and-execute
+planner (the template asks for one detailed plan: every recipe level) or as the planner
+(anything else: a one-level plan). Outputs are deterministic for the same prompt, knobs and temperature: the
 per-call random draws come from ``sha256(seed, temperature, prompt)``.
 
 Knobs (spec string ``sim:textcraft?capability=1&error_rate=0.1&seed=7``):
@@ -35,8 +37,9 @@ import time
 
 from adapt.llm.base import ChatRequest, ChatResponse, Usage
 from adapt.sim.executor import Draws, Knobs, decide
-from adapt.sim.planner import write_plan
+from adapt.sim.planner import write_detailed_plan, write_plan
 from adapt.sim.prompt_parse import parse_prompt
+from adapt.sim.reflection import write_reflection
 from adapt.sim.spec import Knob, KnobValue, canonical_spec, check_knobs
 
 logger = logging.getLogger(__name__)
@@ -165,6 +168,11 @@ class SimTextCraftModel:
         if task.role == "executor":
             decision = decide(task, self.knobs, draws)
             return decision.text, decision.kind
+        if task.role == "reflection":
+            return write_reflection(task)
+        if task.role == "plan_and_execute":
+            detailed = write_detailed_plan(task, self.knobs, draws)
+            return detailed.text, detailed.kind
         plan = write_plan(task, self.knobs, draws)
         return plan.text, plan.kind
 

@@ -1,0 +1,304 @@
+"""TextCraft benchmark harness: strategies x models x d_max over a task selection.
+
+Library entry point: :func:`run_bench` (or :func:`run_bench_async` inside an event loop).
+Strategies are named as in the engine registry (``RunConfig(strategy=...)``), so strategies
+registered later just work. CLI: ``adapt bench textcraft``::
+
+    # simulated model (offline, deterministic for a given seed)
+    adapt bench textcraft --split test --limit 40 --strategies adapt,react --d-max 1,2,3,4 \\
+        --model 'sim:textcraft?capability=1&error_rate=0.1&seed=7' --out runs/tc --plot
+
+    # a real OpenAI-compatible endpoint (not run in CI; remote endpoints need
+    # ADAPT_ALLOW_REMOTE_LLM=1, loopback ones such as Ollama/vLLM do not)
+    OPENAI_API_KEY=... ADAPT_ALLOW_REMOTE_LLM=1 adapt bench textcraft --split test \\
+        --strategies adapt,react --d-max 4 --model openai-completions:gpt-3.5-turbo-instruct \\
+        --concurrency 16 --out runs/tc-gpt35
+    adapt bench textcraft --model 'openai:llama3@http://127.0.0.1:11434/v1' --limit 20
+
+Task selection with ``limit`` is stratified across recipe depths: depths take turns, and within
+a depth the picks are evenly spaced over its (sorted) tasks, so a small limit still covers
+every depth and the same arguments always pick the same tasks.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from adapt.bench.report import BenchReport, ModelInfo, TaskRecord, aggregate
+from adapt.engine import RunConfig, available_strategies, run_task
+from adapt.engine.run import PriceFn
+from adapt.envs.textcraft import TextCraft
+from adapt.envs.textcraft.tasks import Task, tasks
+from adapt.errors import InvalidConfig
+from adapt.llm.base import ChatModel
+from adapt.settings import SIM_DEFAULT_MODEL
+
+SPLITS = ("dev", "test", "all")
+DEFAULT_STRATEGIES = ("adapt", "react")
+DEFAULT_D_MAX = (4,)  # the paper's TextCraft setting
+D_MAX_RANGE = (1, 8)  # RunConfig.d_max bounds
+
+ResultCallback = Callable[[TaskRecord], None]
+
+
+@dataclass(frozen=True)
+class BenchModel:
+    """The models one benchmark column runs with."""
+
+    executor: ChatModel
+    planner: ChatModel
+
+    @property
+    def label(self) -> str:
+        if self.planner is self.executor or self.planner.name == self.executor.name:
+            return self.executor.name
+        return f"{self.executor.name} + planner {self.planner.name}"
+
+    @property
+    def simulated(self) -> bool:
+        return bool(self.executor.simulated or self.planner.simulated)
+
+    def info(self) -> ModelInfo:
+        return ModelInfo(label=self.label, executor=self.executor.name,
+                         planner=self.planner.name, simulated=self.simulated)
+
+    @classmethod
+    def from_spec(cls, spec: str, planner_spec: str | None = None) -> BenchModel:
+        """Load local models by spec (no settings: remote endpoints are refused)."""
+        from adapt.llm.spec import load_model
+
+        executor = load_model(spec)
+        planner = executor if planner_spec in (None, spec) else load_model(planner_spec)
+        return cls(executor, planner)
+
+
+# -- argument parsing -----------------------------------------------------------------------
+def _items(value: str | Sequence[str] | Sequence[int]) -> list[str]:
+    raw = value.split(",") if isinstance(value, str) else [str(v) for v in value]
+    return [v.strip() for v in raw]
+
+
+def parse_strategies(value: str | Sequence[str]) -> list[str]:
+    """``"adapt,react"`` -> ``["adapt", "react"]``; unknown names raise listing the available."""
+    names = _items(value)
+    if not names or any(not n for n in names):
+        raise InvalidConfig(f"--strategies: give comma-separated names, e.g. adapt,react "
+                            f"(got {value!r}); available: {', '.join(available_strategies())}")
+    known = set(available_strategies())
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise InvalidConfig(f"unknown strateg{'y' if len(unknown) == 1 else 'ies'} "
+                            f"{', '.join(map(repr, unknown))}; available: "
+                            f"{', '.join(available_strategies())}")
+    return list(dict.fromkeys(names))
+
+
+def parse_d_max(value: str | int | Sequence[int]) -> list[int]:
+    """``"4"`` or ``"1,2,3,4"`` -> sorted, de-duplicated depths within 1..8."""
+    lo, hi = D_MAX_RANGE
+    items = _items(str(value) if isinstance(value, int) else value)
+    out: list[int] = []
+    for item in items:
+        try:
+            d = int(item)
+        except ValueError:
+            raise InvalidConfig(f"--d-max: {item!r} is not an integer; give a depth such as 4 "
+                                f"or a list such as 1,2,3,4 (each {lo}..{hi})") from None
+        if not lo <= d <= hi:
+            raise InvalidConfig(f"--d-max: {d} is out of range; each depth must be {lo}..{hi}")
+        out.append(d)
+    if not out:
+        raise InvalidConfig("--d-max: give a depth such as 4 or a list such as 1,2,3,4")
+    return sorted(set(out))
+
+
+def _spread(items: Sequence[Task], k: int) -> list[Task]:
+    n = len(items)
+    return [items[(2 * i + 1) * n // (2 * k)] for i in range(k)] if k < n else list(items)
+
+
+def select_tasks(split: str = "test", depth: int | None = None,
+                 limit: int | None = None) -> list[Task]:
+    """The benchmark's tasks, sorted by (depth, item); ``limit`` is stratified by depth."""
+    if split not in SPLITS:
+        raise InvalidConfig(f"unknown split {split!r}; use one of: {', '.join(SPLITS)}")
+    if limit is not None and limit < 1:
+        raise InvalidConfig(f"--limit must be at least 1, got {limit}")
+    chosen = tasks(split, depth)  # type: ignore[arg-type]  # checked against SPLITS above
+    if not chosen:
+        where = f"split {split!r}" + (f" at recipe depth {depth}" if depth is not None else "")
+        available = sorted({t.depth for t in tasks(split)})  # type: ignore[arg-type]
+        raise InvalidConfig(f"no TextCraft tasks in {where}; recipe depths there: "
+                            f"{', '.join(map(str, available))}")
+    if limit is None or limit >= len(chosen):
+        return chosen
+    groups: dict[int, list[Task]] = {}
+    for t in chosen:
+        groups.setdefault(t.depth, []).append(t)
+    quota = dict.fromkeys(groups, 0)
+    left = limit
+    while left:
+        for d in sorted(groups):
+            if left and quota[d] < len(groups[d]):
+                quota[d] += 1
+                left -= 1
+    return [t for d in sorted(groups) for t in _spread(groups[d], quota[d])]
+
+
+# -- running ----------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class _Job:
+    model: BenchModel
+    strategy: str
+    d_max: int
+    task: Task
+
+
+async def _run_one(job: _Job, config: RunConfig, price: PriceFn | None) -> TaskRecord:
+    env = TextCraft()
+    try:
+        result = await run_task(env, job.task.config, config, job.model.executor,
+                                job.model.planner, price=price)
+    finally:
+        env.close()
+    return TaskRecord(
+        id=job.task.id, item=job.task.item, depth=job.task.depth, strategy=job.strategy,
+        model=job.model.label, d_max=job.d_max, status=result.status, reward=result.reward,
+        success=result.success, max_depth=result.max_depth, nodes=result.nodes,
+        usage=result.usage, usage_by_role=dict(sorted(result.usage_by_role.items())),
+        wall_seconds=result.wall_seconds, error=result.error,
+    )
+
+
+def _as_models(models: Sequence[BenchModel | str] | BenchModel | str | None) -> list[BenchModel]:
+    if models is None:
+        models = [SIM_DEFAULT_MODEL]
+    if isinstance(models, BenchModel | str):
+        models = [models]
+    out = [BenchModel.from_spec(m) if isinstance(m, str) else m for m in models]
+    if not out:
+        raise InvalidConfig("no models to benchmark")
+    labels = [m.label for m in out]
+    if len(set(labels)) != len(labels):
+        raise InvalidConfig(f"the same model is given twice: {labels}")
+    return out
+
+
+async def run_bench_async(
+    *,
+    split: str = "test",
+    depth: int | None = None,
+    limit: int | None = None,
+    strategies: str | Sequence[str] = DEFAULT_STRATEGIES,
+    d_max: str | int | Sequence[int] = DEFAULT_D_MAX,
+    models: Sequence[BenchModel | str] | BenchModel | str | None = None,
+    concurrency: int = 8,
+    seed: int | None = 0,
+    base_config: RunConfig | None = None,
+    price: PriceFn | None = None,
+    task_list: Sequence[Task] | None = None,
+    on_result: ResultCallback | None = None,
+) -> BenchReport:
+    """Run every (model, strategy, d_max, task) and aggregate; see :func:`run_bench`."""
+    names = parse_strategies(strategies)
+    depths = parse_d_max(d_max)
+    bench_models = _as_models(models)
+    if concurrency < 1:
+        raise InvalidConfig(f"--concurrency must be at least 1, got {concurrency}")
+    selected = list(task_list) if task_list is not None else select_tasks(split, depth, limit)
+    if not selected:
+        raise InvalidConfig("no tasks selected")
+    base = base_config or RunConfig()
+
+    jobs = [_Job(m, s, d, t) for m in bench_models for s in names for d in depths
+            for t in selected]
+    configs = {
+        (s, d): RunConfig.model_validate(
+            {**base.model_dump(), "strategy": s, "d_max": d, "seed": seed})
+        for s in names for d in depths
+    }
+    gate = asyncio.Semaphore(concurrency)
+
+    async def run(job: _Job) -> TaskRecord:
+        async with gate:
+            record = await _run_one(job, configs[job.strategy, job.d_max], price)
+        if on_result is not None:
+            on_result(record)
+        return record
+
+    started = time.monotonic()
+    # gather keeps the job order, whatever order the tasks finish in
+    records = list(await asyncio.gather(*(run(j) for j in jobs)))
+    elapsed = time.monotonic() - started
+
+    entries = []
+    i = 0
+    for m in bench_models:
+        for s in names:
+            for d in depths:
+                chunk = records[i : i + len(selected)]
+                i += len(selected)
+                entries.append(aggregate(chunk, model=m.info(), strategy=s, d_max=d))
+
+    counts: dict[str, int] = {}
+    for t in selected:
+        counts[str(t.depth)] = counts.get(str(t.depth), 0) + 1
+    return BenchReport(
+        split=split if task_list is None else "custom",
+        depth=depth,
+        limit=limit,
+        seed=seed,
+        concurrency=concurrency,
+        strategies=names,
+        d_max=depths,
+        models=[m.info() for m in bench_models],
+        simulated=any(m.simulated for m in bench_models),
+        task_count=len(selected),
+        tasks_by_depth=dict(sorted(counts.items(), key=lambda kv: int(kv[0]))),
+        elapsed_seconds=elapsed,
+        entries=entries,
+        results=records,
+    )
+
+
+def run_bench(
+    *,
+    split: str = "test",
+    depth: int | None = None,
+    limit: int | None = None,
+    strategies: str | Sequence[str] = DEFAULT_STRATEGIES,
+    d_max: str | int | Sequence[int] = DEFAULT_D_MAX,
+    models: Sequence[BenchModel | str] | BenchModel | str | None = None,
+    concurrency: int = 8,
+    seed: int | None = 0,
+    base_config: RunConfig | None = None,
+    price: PriceFn | None = None,
+    task_list: Sequence[Task] | None = None,
+    on_result: ResultCallback | None = None,
+) -> BenchReport:
+    """Benchmark ``strategies`` x ``models`` x ``d_max`` on TextCraft tasks.
+
+    ``models``: :class:`BenchModel` objects or model specs (default: the simulated TextCraft
+    model). ``seed`` goes into every ``RunConfig.seed``; the simulator's own seed is the one
+    in its spec. ``base_config`` supplies the other run settings (executor steps, budget).
+    ``task_list`` overrides the (``split``, ``depth``, ``limit``) selection. ``on_result`` is
+    called as each task run finishes (completion order); the report itself is ordered by
+    (model, strategy, d_max, task) and does not depend on completion order.
+
+    Raises :class:`~adapt.errors.UserError` for unknown strategies, bad d_max values, an
+    unknown split or an empty selection, before anything runs.
+    """
+    return asyncio.run(run_bench_async(
+        split=split, depth=depth, limit=limit, strategies=strategies, d_max=d_max,
+        models=models, concurrency=concurrency, seed=seed, base_config=base_config,
+        price=price, task_list=task_list, on_result=on_result,
+    ))
+
+
+__all__ = [
+    "BenchModel", "BenchReport", "TaskRecord", "parse_d_max", "parse_strategies",
+    "run_bench", "run_bench_async", "select_tasks",
+]

@@ -1,0 +1,244 @@
+"""The paper's baselines (section 4.2) besides ``react``: ``plan_and_execute``, ``try_again`` and
+``reflexion``. All use the same ReAct executor as ADaPT and record everything in the same tree.
+
+Tree shapes:
+
+- ``plan_and_execute``: a root ``task`` node (depth 1) that is NOT executed: one planner call
+  with the environment's ``plan_and_execute`` template (a detailed plan over all levels) goes
+  first, the root records the plan and ``termination="planned"``. The plan's steps become
+  children at depth 2 (nested AND/OR groups become ``group`` nodes, as in ADaPT); every step is
+  executed once and never planned (no recursion). AND/OR semantics, ``skipped`` nodes and the
+  propagation of the salient state are ADaPT's.
+- ``try_again`` and ``reflexion``: a root ``group`` node (logic ``or``, depth 1, never executed)
+  whose children are trial ``task`` nodes labelled ``trial 1``, ``trial 2``, ... also at depth 1:
+  a trial is the whole task again, not a decomposition, so ``TaskResult.max_depth`` stays 1
+  (decomposition depth is only meaningful for ``adapt`` and ``plan_and_execute``). Trials are
+  created one at a time (at most ``d_max``) and the loop stops at the first success, so the
+  tree holds only trials that ran. Before every trial after the first (``run_task`` reset the
+  environment for trial 1) the environment is reset to the task's start
+  (``env.reset(**run.env_config)``) and the propagated context is cleared.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from adapt.engine.controller import AdaptController
+from adapt.engine.events import Event as TreeEvent
+from adapt.engine.events import StepAppended, TreeSink, flush
+from adapt.engine.executor import ExecutionResult
+from adapt.engine.planner import Planner
+from adapt.engine.prompts import render, trajectory_line
+from adapt.engine.run import Run
+from adapt.engine.strategies import register
+from adapt.engine.tree import LogicGroup, Node, Step
+from adapt.errors import UserError
+from adapt.llm.base import ChatRequest
+
+#: executor temperature for ``try_again`` trials after the first (Appendix A)
+RETRY_TEMPERATURE = 0.7
+#: the label in front of reflections in the executor prompt
+REFLECTIONS_HEADER = "Reflections from earlier failed attempts:"
+#: completion limit for one reflection (1-3 sentences)
+REFLECTION_MAX_TOKENS = 256
+
+
+def _require_template(run: Run, kind: str, strategy: str) -> None:
+    """Raise a clear ``UserError`` before anything runs if the env lacks a template."""
+    try:
+        run.env.prompt_template(kind)
+    except KeyError:
+        raise UserError(
+            f"strategy {strategy!r} needs a {kind!r} prompt template, which environment "
+            f"{run.env.name!r} does not have; add prompts/{kind}.txt to its package or "
+            "override prompt_template()"
+        ) from None
+
+
+# -- plan and execute -----------------------------------------------------------------------
+class PlanAndExecuteController(AdaptController):
+    """ADaPT's build/run_children logic with a solve() that only executes (never plans)."""
+
+    def __init__(self, run: Run) -> None:
+        super().__init__(run)
+        self.planner = Planner(run, template="plan_and_execute")
+
+    async def solve(self, node: Node, task: str | None = None) -> bool:
+        task = task if task is not None else self.run.env.task_observation(node.goal)
+        result = await self.try_executor(node, task)
+        return await self.finish(node, result.success)
+
+    async def plan_root(self, root: Node, task: str) -> bool:
+        run = self.run
+        await run.update(root, status="running", context_in=run.context)
+        plan = await self.planner.plan(root, task)
+        if not plan.steps or plan.expression is None:
+            await run.update(root, plan=plan, termination="planned",
+                             error="the planner returned no steps")
+            return await self.finish(root, False)
+        expr = plan.expression
+        group = expr if isinstance(expr, LogicGroup) else LogicGroup(op="and", children=[expr])
+        await run.update(root, plan=plan, logic=group.op, termination="planned")
+        children = await self.build(root, group, plan.steps, root.depth + 1)
+        ok = await self.run_children(group.op, children)
+        return await self.finish(root, ok)
+
+
+@register("plan_and_execute")
+async def plan_and_execute_strategy(run: Run, goal: str, task: str) -> Node:
+    """Plan once with a detailed plan (template ``plan_and_execute``), execute every step once.
+
+    The root is not executed; it holds the plan (``termination="planned"``). Steps are children
+    at depth 2, executed but never planned, whatever ``d_max`` says.
+    """
+    _require_template(run, "plan_and_execute", "plan_and_execute")
+    root = await run.new_node(kind="task", goal=goal, depth=1)
+    await PlanAndExecuteController(run).plan_root(root, task)
+    return root
+
+
+# -- trials -----------------------------------------------------------------------------------
+class _StepRecorder:
+    """A sink in front of the run's sink that keeps the steps of one trial node."""
+
+    def __init__(self, inner: TreeSink, node_id: int) -> None:
+        self.inner = inner
+        self.node_id = node_id
+        self.steps: list[Step] = []
+
+    async def emit(self, event: TreeEvent) -> None:
+        if isinstance(event, StepAppended) and event.step.node_id == self.node_id:
+            self.steps.append(event.step)
+        await self.inner.emit(event)
+
+    async def flush(self) -> None:
+        await flush(self.inner)
+
+
+@contextmanager
+def _executor_temperature(run: Run, temperature: float) -> Iterator[None]:
+    """Run the executor at ``temperature`` inside the block (the config is restored after)."""
+    original = run.config
+    executor = original.executor.model_copy(update={"temperature": temperature})
+    run.config = original.model_copy(update={"executor": executor})
+    try:
+        yield
+    finally:
+        run.config = original
+
+
+def _reset_for_trial(run: Run) -> None:
+    """Back to the task's start: fresh episode, no propagated state from earlier trials."""
+    run.env.reset(**run.env_config)
+    run.episode_done = False
+    run.context = None
+
+
+def reflections_block(reflections: list[str]) -> str | None:
+    if not reflections:
+        return None
+    return REFLECTIONS_HEADER + "\n" + "\n".join(f"- {r}" for r in reflections)
+
+
+async def _trial(
+    run: Run,
+    controller: AdaptController,
+    root: Node,
+    number: int,
+    task: str,
+    extra_context: str | None = None,
+) -> tuple[Node, ExecutionResult, list[Step]]:
+    """One whole-task executor run as a ``trial N`` child of ``root`` (``run_task`` already
+    reset the environment for trial 1)."""
+    if number > 1:
+        _reset_for_trial(run)
+    node = await run.new_node(kind="task", parent_id=root.id, position=number - 1, depth=1,
+                              goal=root.goal, label=f"trial {number}")
+    await run.update(node, status="running", context_in=extra_context)
+    recorder = _StepRecorder(run.sink, node.id)
+    run.sink = recorder
+    try:
+        result = await controller.executor.execute(node, task, extra_context=extra_context)
+    finally:
+        run.sink = recorder.inner
+    await run.update(node, executor_success=result.success, self_assessed=result.self_assessed,
+                     reward=result.reward, termination=result.termination)
+    return node, result, recorder.steps
+
+
+async def _trials_root(run: Run, goal: str) -> Node:
+    root = await run.new_node(kind="group", goal=goal, depth=1, logic="or")
+    await run.update(root, status="running")
+    return root
+
+
+@register("try_again")
+async def try_again_strategy(run: Run, goal: str, task: str) -> Node:
+    """Up to ``d_max`` independent executor trials of the whole task; success at the first.
+
+    Root: a ``group`` node (logic ``or``, depth 1); children: ``task`` nodes labelled
+    ``trial N`` at depth 1, each after resetting the environment to the task's start. Trial 1
+    uses the configured executor temperature, later trials 0.7 (Appendix A), so they can differ.
+    """
+    controller = AdaptController(run)
+    root = await _trials_root(run, goal)
+    ok = False
+    for number in range(1, run.config.d_max + 1):
+        temperature = run.config.executor.temperature if number == 1 else RETRY_TEMPERATURE
+        with _executor_temperature(run, temperature):
+            node, result, _ = await _trial(run, controller, root, number, task)
+        await controller.finish(node, result.success)
+        if result.success:
+            ok = True
+            break
+    await controller.finish(root, ok)
+    return root
+
+
+async def reflect(run: Run, node: Node, task: str, context: str | None,
+                  steps: list[Step]) -> str:
+    """One ``reflection`` call on a failed trial: 1-3 sentences, folded onto one line."""
+    trajectory = "".join(trajectory_line(s.text, s.observation) for s in steps)
+    prompt = render(run.env, "reflection", task=task, context=context, trajectory=trajectory)
+    cfg = run.config.planner
+    request = ChatRequest(prompt=prompt, max_tokens=min(cfg.max_tokens, REFLECTION_MAX_TOKENS),
+                          temperature=cfg.temperature, role="reflection")
+    response = await run.call(run.planner_model, request, node)
+    paragraph = response.text.strip().split("\n\n")[0]
+    text = " ".join(paragraph.split())
+    return text or "The attempt failed without a clear reason; try a different approach."
+
+
+@register("reflexion")
+async def reflexion_strategy(run: Run, goal: str, task: str) -> Node:
+    """Reflexion: up to ``d_max`` trials; after a failed one, a reflection for the next ones.
+
+    Same tree as ``try_again`` (``or`` group root, ``trial N`` children at depth 1, environment
+    reset before each trial). After a failed trial (except the last) one LLM call with role
+    ``reflection`` (the planner model, template ``reflection``: task, earlier reflections as
+    ``$context``, the failed trajectory as ``$trajectory``) writes 1-3 sentences. The reflection
+    is stored as the failed trial's ``context_out`` (what the trial hands on) and the call is
+    recorded on that node. Later trials get every reflection so far in their executor prompt,
+    under ``Reflections from earlier failed attempts:``; their ``context_in`` shows that text.
+    The executor temperature is the configured one for every trial.
+    """
+    _require_template(run, "reflection", "reflexion")
+    controller = AdaptController(run)
+    root = await _trials_root(run, goal)
+    reflections: list[str] = []
+    ok = False
+    for number in range(1, run.config.d_max + 1):
+        context = reflections_block(reflections)
+        node, result, steps = await _trial(run, controller, root, number, task, context)
+        if result.success:
+            await controller.finish(node, True)
+            ok = True
+            break
+        await run.update(node, status="failed", success=False)
+        if number < run.config.d_max:
+            reflection = await reflect(run, node, task, context, steps)
+            reflections.append(reflection)
+            await run.update(node, context_out=reflection)
+    await controller.finish(root, ok)
+    return root
