@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Annotated, NoReturn, TypeVar
 import typer
 from pydantic import ValidationError
 from rich.console import Console
+from rich.markup import escape
 
 from adapt.errors import UserError
 
@@ -32,7 +33,7 @@ err = Console(stderr=True)
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
-    err.print(f"[bold red]error:[/] {message}")
+    err.print(f"[bold red]error:[/] {escape(message)}")
     raise typer.Exit(code)
 
 
@@ -214,7 +215,7 @@ def keys_create(
         fail(str(exc))
     except Exception as exc:
         fail(f"could not create the key (is the database migrated? `adapt db upgrade`): {exc}")
-    err.print(f"created an API key for tenant [bold]{tenant}[/]; it is shown only once:")
+    err.print(f"created an API key for tenant [bold]{escape(tenant)}[/]; it is shown only once:")
     sys.stdout.write(f"{key}\n")
 
 

@@ -73,3 +73,8 @@ def test_remote_model_is_refused_without_permission() -> None:
 def test_bad_model_spec() -> None:
     out = adapt("run", "--model", "foo:bar")
     assert out.returncode == 2 and "openai:" in out.stderr and "Traceback" not in out.stderr
+
+
+def test_error_messages_keep_square_brackets() -> None:
+    out = adapt("run", "--config", '{"seed": 5, "[x]": 1}')
+    assert out.returncode == 2 and "[x]" in out.stderr
