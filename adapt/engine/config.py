@@ -12,7 +12,8 @@ from adapt.engine.budget import Budget
 class ExecutorConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["react"] = Field(default="react", description="Executor design.")
+    kind: Literal["react", "stateact", "stateflow"] = Field(
+        default="react", description="Executor design: react, stateact or stateflow.")
     max_steps: int | None = Field(
         default=None, ge=1, le=500,
         description="LLM calls per executor run; default from the environment (TextCraft: 20).",

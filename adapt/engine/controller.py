@@ -15,7 +15,8 @@
 
 from __future__ import annotations
 
-from adapt.engine.executor import ExecutionResult, ReActExecutor
+from adapt.engine.executor import ExecutionResult
+from adapt.engine.executors import make_executor
 from adapt.engine.planner import Planner
 from adapt.engine.run import Run
 from adapt.engine.tree import LogicExpr, LogicGroup, Node, StepRef
@@ -35,7 +36,7 @@ def describe(expr: LogicExpr, steps: list[str]) -> str:
 class AdaptController:
     def __init__(self, run: Run) -> None:
         self.run = run
-        self.executor = ReActExecutor(run)
+        self.executor = make_executor(run)
         self.planner = Planner(run)
 
     async def solve(self, node: Node, task: str | None = None) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 
 from adapt.engine.controller import AdaptController
-from adapt.engine.executor import ReActExecutor
+from adapt.engine.executors import make_executor
 from adapt.engine.run import Run
 from adapt.engine.tree import Node
 from adapt.errors import UserError
@@ -52,7 +52,7 @@ async def react_strategy(run: Run, goal: str, task: str) -> Node:
     root = await run.new_node(kind="task", goal=goal, depth=1)
     base = run.config.executor.max_steps or run.env.default_max_steps
     controller = AdaptController(run)
-    controller.executor = ReActExecutor(run, max_steps=base * run.config.d_max)
+    controller.executor = make_executor(run, max_steps=base * run.config.d_max)
     result = await controller.try_executor(root, task)
     await controller.finish(root, result.success)
     return root

@@ -6,7 +6,7 @@ of them into JSON. The engine mutates its own copies and emits snapshots to sink
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -97,6 +97,7 @@ class Step(BaseModel):
     reward: float = 0.0
     done: bool = False
     error: str | None = None
+    extra: dict[str, Any] | None = None  # executor-specific: state fields, visited states, ...
 
 
 class LLMCall(BaseModel):

@@ -49,7 +49,7 @@ async def persisted_tree(sessions: async_sessionmaker[AsyncSession], task_id: st
             out["nodes"][n.id] = d
         for s in steps:
             d = {c.key: getattr(s, c.key) for c in StepRow.__table__.columns}
-            d.pop("task_id"), d.pop("extra")
+            d.pop("task_id")
             out["steps"].setdefault(s.node_id, []).append(d)
         return out
 
