@@ -18,6 +18,11 @@ registered later just work. CLI: ``adapt bench textcraft``::
 Task selection with ``limit`` is stratified across recipe depths: depths take turns, and within
 a depth the picks are evenly spaced over its (sorted) tasks, so a small limit still covers
 every depth and the same arguments always pick the same tasks.
+
+Executor designs: ``executor_kind`` (``"react"``, ``"stateact"``, ``"react,stateact"``, ...) runs
+every strategy with each executor (``RunConfig.executor.kind``); entries and task records carry
+the kind (key ``executor``) and are ordered (model, strategy, d_max, executor), so the executors'
+entries for the same setting sit side by side.
 """
 
 from __future__ import annotations
@@ -26,9 +31,13 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from typing import Any, get_args
 
-from adapt.bench.report import BenchReport, ModelInfo, TaskRecord, aggregate
+from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
+
+from adapt.bench.report import BenchEntry, BenchReport, ModelInfo, TaskRecord, aggregate
 from adapt.engine import RunConfig, available_strategies, run_task
+from adapt.engine.config import ExecutorConfig
 from adapt.engine.run import PriceFn
 from adapt.envs.textcraft import TextCraft
 from adapt.envs.textcraft.tasks import Task, tasks
@@ -39,9 +48,49 @@ from adapt.settings import SIM_DEFAULT_MODEL
 SPLITS = ("dev", "test", "all")
 DEFAULT_STRATEGIES = ("adapt", "react")
 DEFAULT_D_MAX = (4,)  # the paper's TextCraft setting
+DEFAULT_EXECUTOR = "react"
+#: the executor designs ``RunConfig.executor.kind`` accepts
+EXECUTOR_KINDS: tuple[str, ...] = get_args(ExecutorConfig.model_fields["kind"].annotation)
 D_MAX_RANGE = (1, 8)  # RunConfig.d_max bounds
 
 ResultCallback = Callable[[TaskRecord], None]
+
+
+class ExecutorTaskRecord(TaskRecord):
+    """A task record that names the executor design it ran with."""
+
+    executor: str = DEFAULT_EXECUTOR
+
+
+class ExecutorBenchEntry(BenchEntry):
+    """Aggregates for one (strategy, model, d_max, executor)."""
+
+    executor: str = DEFAULT_EXECUTOR
+
+
+class ExecutorBenchReport(BenchReport):
+    """A benchmark report whose entries and records carry the executor design.
+
+    A run with only the default executor (``react``) serializes exactly as a plain
+    :class:`BenchReport` (no ``executors`` / entry ``executor`` keys), so earlier report files
+    and readers stay valid; with any other kind every entry has its ``executor`` key. Task
+    records always have it.
+    """
+
+    executors: list[str] = Field(default_factory=lambda: [DEFAULT_EXECUTOR])
+    entries: list[ExecutorBenchEntry]  # type: ignore[assignment]  # a narrower entry type
+    results: list[ExecutorTaskRecord] = Field(  # type: ignore[assignment]
+        default_factory=list, exclude=True)
+
+    @model_serializer(mode="wrap")
+    def _default_executor_as_before(self, handler: SerializerFunctionWrapHandler
+                                    ) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        if self.executors == [DEFAULT_EXECUTOR]:
+            data.pop("executors", None)
+            for entry in data.get("entries", ()):
+                entry.pop("executor", None)
+        return data
 
 
 @dataclass(frozen=True)
@@ -93,6 +142,20 @@ def parse_strategies(value: str | Sequence[str]) -> list[str]:
         raise InvalidConfig(f"unknown strateg{'y' if len(unknown) == 1 else 'ies'} "
                             f"{', '.join(map(repr, unknown))}; available: "
                             f"{', '.join(available_strategies())}")
+    return list(dict.fromkeys(names))
+
+
+def parse_executor_kinds(value: str | Sequence[str]) -> list[str]:
+    """``"react,stateact"`` -> ``["react", "stateact"]``; unknown kinds raise listing the known."""
+    names = _items(value)
+    known = ", ".join(EXECUTOR_KINDS)
+    if not names or any(not n for n in names):
+        raise InvalidConfig(f"--executors: give comma-separated executor kinds, e.g. "
+                            f"react,stateact (got {value!r}); known: {known}")
+    unknown = [n for n in names if n not in EXECUTOR_KINDS]
+    if unknown:
+        raise InvalidConfig(f"unknown executor kind{'' if len(unknown) == 1 else 's'} "
+                            f"{', '.join(map(repr, unknown))}; known: {known}")
     return list(dict.fromkeys(names))
 
 
@@ -154,22 +217,23 @@ class _Job:
     model: BenchModel
     strategy: str
     d_max: int
+    executor: str
     task: Task
 
 
-async def _run_one(job: _Job, config: RunConfig, price: PriceFn | None) -> TaskRecord:
+async def _run_one(job: _Job, config: RunConfig, price: PriceFn | None) -> ExecutorTaskRecord:
     env = TextCraft()
     try:
         result = await run_task(env, job.task.config, config, job.model.executor,
                                 job.model.planner, price=price)
     finally:
         env.close()
-    return TaskRecord(
+    return ExecutorTaskRecord(
         id=job.task.id, item=job.task.item, depth=job.task.depth, strategy=job.strategy,
         model=job.model.label, d_max=job.d_max, status=result.status, reward=result.reward,
         success=result.success, max_depth=result.max_depth, nodes=result.nodes,
         usage=result.usage, usage_by_role=dict(sorted(result.usage_by_role.items())),
-        wall_seconds=result.wall_seconds, error=result.error,
+        wall_seconds=result.wall_seconds, error=result.error, executor=job.executor,
     )
 
 
@@ -201,10 +265,12 @@ async def run_bench_async(
     price: PriceFn | None = None,
     task_list: Sequence[Task] | None = None,
     on_result: ResultCallback | None = None,
-) -> BenchReport:
-    """Run every (model, strategy, d_max, task) and aggregate; see :func:`run_bench`."""
+    executor_kind: str | Sequence[str] = DEFAULT_EXECUTOR,
+) -> ExecutorBenchReport:
+    """Run every (model, strategy, d_max, executor, task) and aggregate; see :func:`run_bench`."""
     names = parse_strategies(strategies)
     depths = parse_d_max(d_max)
+    kinds = parse_executor_kinds(executor_kind)
     bench_models = _as_models(models)
     if concurrency < 1:
         raise InvalidConfig(f"--concurrency must be at least 1, got {concurrency}")
@@ -213,18 +279,20 @@ async def run_bench_async(
         raise InvalidConfig("no tasks selected")
     base = base_config or RunConfig()
 
-    jobs = [_Job(m, s, d, t) for m in bench_models for s in names for d in depths
-            for t in selected]
+    jobs = [_Job(m, s, d, k, t) for m in bench_models for s in names for d in depths
+            for k in kinds for t in selected]
+    base_data = base.model_dump()
     configs = {
-        (s, d): RunConfig.model_validate(
-            {**base.model_dump(), "strategy": s, "d_max": d, "seed": seed})
-        for s in names for d in depths
+        (s, d, k): RunConfig.model_validate(
+            {**base_data, "strategy": s, "d_max": d, "seed": seed,
+             "executor": {**base_data["executor"], "kind": k}})
+        for s in names for d in depths for k in kinds
     }
     gate = asyncio.Semaphore(concurrency)
 
-    async def run(job: _Job) -> TaskRecord:
+    async def run(job: _Job) -> ExecutorTaskRecord:
         async with gate:
-            record = await _run_one(job, configs[job.strategy, job.d_max], price)
+            record = await _run_one(job, configs[job.strategy, job.d_max, job.executor], price)
         if on_result is not None:
             on_result(record)
         return record
@@ -234,25 +302,28 @@ async def run_bench_async(
     records = list(await asyncio.gather(*(run(j) for j in jobs)))
     elapsed = time.monotonic() - started
 
-    entries = []
+    entries: list[ExecutorBenchEntry] = []
     i = 0
     for m in bench_models:
         for s in names:
             for d in depths:
-                chunk = records[i : i + len(selected)]
-                i += len(selected)
-                entries.append(aggregate(chunk, model=m.info(), strategy=s, d_max=d))
+                for k in kinds:
+                    chunk = records[i : i + len(selected)]
+                    i += len(selected)
+                    entry = aggregate(chunk, model=m.info(), strategy=s, d_max=d)
+                    entries.append(ExecutorBenchEntry(**entry.model_dump(), executor=k))
 
     counts: dict[str, int] = {}
     for t in selected:
         counts[str(t.depth)] = counts.get(str(t.depth), 0) + 1
-    return BenchReport(
+    return ExecutorBenchReport(
         split=split if task_list is None else "custom",
         depth=depth,
         limit=limit,
         seed=seed,
         concurrency=concurrency,
         strategies=names,
+        executors=kinds,
         d_max=depths,
         models=[m.info() for m in bench_models],
         simulated=any(m.simulated for m in bench_models),
@@ -278,15 +349,19 @@ def run_bench(
     price: PriceFn | None = None,
     task_list: Sequence[Task] | None = None,
     on_result: ResultCallback | None = None,
-) -> BenchReport:
-    """Benchmark ``strategies`` x ``models`` x ``d_max`` on TextCraft tasks.
+    executor_kind: str | Sequence[str] = DEFAULT_EXECUTOR,
+) -> ExecutorBenchReport:
+    """Benchmark ``strategies`` x ``models`` x ``d_max`` x executors on TextCraft tasks.
 
     ``models``: :class:`BenchModel` objects or model specs (default: the simulated TextCraft
     model). ``seed`` goes into every ``RunConfig.seed``; the simulator's own seed is the one
     in its spec. ``base_config`` supplies the other run settings (executor steps, budget).
     ``task_list`` overrides the (``split``, ``depth``, ``limit``) selection. ``on_result`` is
     called as each task run finishes (completion order); the report itself is ordered by
-    (model, strategy, d_max, task) and does not depend on completion order.
+    (model, strategy, d_max, executor, task) and does not depend on completion order.
+    ``executor_kind``: the executor design(s) every strategy runs with (``RunConfig.executor
+    .kind``): one kind or several (``"react,stateact"``); each entry and record says which
+    (key ``executor``).
 
     Raises :class:`~adapt.errors.UserError` for unknown strategies, bad d_max values, an
     unknown split or an empty selection, before anything runs.
@@ -294,11 +369,12 @@ def run_bench(
     return asyncio.run(run_bench_async(
         split=split, depth=depth, limit=limit, strategies=strategies, d_max=d_max,
         models=models, concurrency=concurrency, seed=seed, base_config=base_config,
-        price=price, task_list=task_list, on_result=on_result,
+        price=price, task_list=task_list, on_result=on_result, executor_kind=executor_kind,
     ))
 
 
 __all__ = [
-    "BenchModel", "BenchReport", "TaskRecord", "parse_d_max", "parse_strategies",
-    "run_bench", "run_bench_async", "select_tasks",
+    "BenchModel", "BenchReport", "ExecutorBenchEntry", "ExecutorBenchReport",
+    "ExecutorTaskRecord", "TaskRecord", "parse_d_max", "parse_executor_kinds",
+    "parse_strategies", "run_bench", "run_bench_async", "select_tasks",
 ]

@@ -36,6 +36,10 @@ class Environment(Protocol):
     config_model: ClassVar[type[BaseModel]]
     default_max_steps: ClassVar[int]
     action_grammar: ClassVar[str]
+    #: the state the StateAct executor asks the model to track every step, as ``key: value``
+    #: lines (lower-case names, e.g. TextCraft ``("current inventory",)``; a household
+    #: environment would use ``("current location", "current inventory")``); ``()``: none
+    state_fields: ClassVar[tuple[str, ...]]
 
     @property
     def goal(self) -> str:
@@ -75,6 +79,8 @@ class BaseEnvironment:
     config_model: ClassVar[type[BaseModel]] = BaseModel
     default_max_steps: ClassVar[int] = 20
     action_grammar: ClassVar[str] = ""
+    #: state fields for the StateAct executor (see ``Environment.state_fields``); none by default
+    state_fields: ClassVar[tuple[str, ...]] = ()
     #: package holding ``prompts/<kind>.txt`` files
     prompt_package: ClassVar[str | None] = None
 

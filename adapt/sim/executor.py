@@ -66,6 +66,12 @@ def _book(task: TaskPrompt, belief: Belief | None = None) -> CraftingBook:
     )
 
 
+def believed_inventory(task: TaskPrompt) -> dict[str, int]:
+    """What the executor believes it holds (context inventory + its trajectory), count > 0."""
+    belief = build_belief(task, _book(task))
+    return {item: n for item, n in belief.inventory.items() if n > 0}
+
+
 def _goal_phrase(goal: Goal) -> str:
     return goal.text.rstrip(".")
 

@@ -7,6 +7,10 @@ The prompt contract (built by the engine from the environment's templates):
 - planner: ``<instructions + demos>\\n\\n<task observation>\\n<context>\\n`` (no trailing ``> ``).
 - plan_and_execute: a planner prompt whose instructions contain ``PLAN_AND_EXECUTE_MARKER``
   (asks for one detailed plan over every recipe level);
+- stateact: an executor prompt whose instructions contain ``STATEACT_MARKER`` (the StateAct
+  executor): ``<instructions + demos>\n\n<task observation>\n<context>\n`` + previous steps,
+  each ``goal: ...`` / state lines / ``thought: ...`` / ``action: ...`` / ``observation: ...``;
+  the model writes one whole step (``goal:`` ... ``action:`` lines);
 - reflection: ``<instructions>\\n\\n<task observation>\\n<context>\\nFailed attempt:\\n`` +
   the failed trajectory lines + ``Reflection:`` (the prompt ends with ``REFLECTION_MARKER``).
 
@@ -23,10 +27,14 @@ from typing import Literal
 
 COMMANDS_HEADER = "Crafting commands:"
 
-Role = Literal["executor", "planner", "plan_and_execute", "reflection"]
+Role = Literal["executor", "stateact", "planner", "plan_and_execute", "reflection"]
 
 #: a phrase only the plan-and-execute template's instructions contain
 PLAN_AND_EXECUTE_MARKER = "write one detailed plan for the whole goal"
+#: a phrase only the StateAct executor template's instructions contain (any case)
+STATEACT_MARKER = "stateact format"
+#: the key of the line a StateAct step's observation is on
+STATEACT_OBSERVATION = "observation:"
 #: the line a reflection prompt ends with (the model writes the reflection after it)
 REFLECTION_MARKER = "Reflection:"
 #: the line in a reflection prompt after which the failed trajectory follows
@@ -36,6 +44,7 @@ _COUNT_ITEM = re.compile(r"^(\d+)\s*x?\s+(.+)$")
 _CRAFT = re.compile(r"craft\s+(.+?)\s+using\s+(.+)$", re.IGNORECASE)
 _INVENTORY_ITEM = re.compile(r"\[([^\]]+)\]\s*\((\d+)\)")
 _ARTICLE = re.compile(r"^(?:a|an|the|some)\s+", re.IGNORECASE)
+_STATEACT_KEY = re.compile(r"^([a-z][a-z _-]*):(?:\s+|$)(.*)$")
 _STRAY_PREFIX = re.compile(r"^(?:>\s*|action\s*:\s*)+", re.IGNORECASE)
 
 
@@ -179,12 +188,14 @@ def clean_action(text: str) -> str:
 
 
 def detect_role(prompt: str) -> Role:
-    """An executor prompt ends with ``> ``; a reflection prompt ends with ``Reflection:``; a
-    prompt with the plan-and-execute marker asks for a detailed plan; anything else is a
-    planner prompt."""
+    """A reflection prompt ends with ``Reflection:``; a prompt with the StateAct marker is a
+    StateAct executor prompt; an executor prompt ends with ``> ``; a prompt with the
+    plan-and-execute marker asks for a detailed plan; anything else is a planner prompt."""
     end = prompt.rstrip()
     if end.endswith(REFLECTION_MARKER):
         return "reflection"
+    if STATEACT_MARKER in prompt.lower():
+        return "stateact"
     if prompt.rstrip(" \t").endswith(">"):
         return "executor"
     if PLAN_AND_EXECUTE_MARKER in prompt.lower():
@@ -206,6 +217,41 @@ def _parse_trajectory(lines: list[str]) -> tuple[TrajectoryStep, ...]:
             observation.append(line)
     if action is not None and (action.strip() or any(o.strip() for o in observation)):
         steps.append(TrajectoryStep(action.strip(), "\n".join(observation).strip()))
+    return tuple(steps)
+
+
+def _stateact_action(fields: dict[str, str]) -> str:
+    """A StateAct step as the action line a ReAct trajectory would hold: the action, or
+    ``think: <thought>`` for a thought step (``action: think``), or ``""`` when missing."""
+    action = fields.get("action", "").strip()
+    if action.lower() == "think":
+        return f"think: {fields.get('thought', '')}".strip()
+    return action
+
+
+def _parse_stateact_trajectory(lines: list[str]) -> tuple[TrajectoryStep, ...]:
+    """Steps of lower-case ``key: value`` lines, each closed by an ``observation:`` line (an
+    observation may continue on lines without a key)."""
+    steps: list[TrajectoryStep] = []
+    fields: dict[str, str] = {}
+    observation: list[str] | None = None
+    for raw in lines:
+        line = raw.rstrip()
+        match = _STATEACT_KEY.match(line)
+        if match is None:
+            if observation is not None:
+                observation.append(line)
+            continue
+        key, value = match.group(1), match.group(2).strip()
+        if observation is not None:  # a new step starts
+            steps.append(TrajectoryStep(_stateact_action(fields), "\n".join(observation).strip()))
+            fields, observation = {}, None
+        if key == "observation":
+            observation = [value]
+        else:
+            fields[key] = value
+    if observation is not None:
+        steps.append(TrajectoryStep(_stateact_action(fields), "\n".join(observation).strip()))
     return tuple(steps)
 
 
@@ -240,7 +286,14 @@ def parse_prompt(prompt: str) -> TaskPrompt:
     if goal is None:
         index = len(lines)
     rest = lines[index:]
-    first_action = next((i for i, line in enumerate(rest) if line.startswith(">")), len(rest))
+    if role == "stateact":
+        first_action = next(
+            (i for i, line in enumerate(rest) if _STATEACT_KEY.match(line)), len(rest)
+        )
+    else:
+        first_action = next(
+            (i for i, line in enumerate(rest) if line.startswith(">")), len(rest)
+        )
     context_lines = rest[:first_action]
     context_inventory: dict[str, int] | None = None
     for line in context_lines:
@@ -250,6 +303,8 @@ def parse_prompt(prompt: str) -> TaskPrompt:
     trajectory: tuple[TrajectoryStep, ...] = ()
     if role == "executor":
         trajectory = _parse_trajectory(rest[first_action:])
+    elif role == "stateact":
+        trajectory = _parse_stateact_trajectory(rest[first_action:])
     elif role == "reflection":
         trajectory = _reflection_trajectory(rest)
     live_task = "\n".join(lines[: index + first_action])

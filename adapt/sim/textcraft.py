@@ -1,7 +1,9 @@
 """``SimTextCraftModel``: a simulated weak LLM agent for TextCraft, usable as a real backend.
 
 It reads ONLY the prompt text (see ``adapt.sim.prompt_parse`` for the contract) and answers as
-the executor (the prompt ends with ``> ``: one action line), as the reflection writer (the prompt
+the executor (the prompt ends with ``> ``: one action line), as the StateAct executor (the
+template says ``StateAct format``: one ``goal``/``current inventory``/``thought``/``action`` step,
+the same policy, see ``adapt.sim.stateact``), as the reflection writer (the prompt
 ends with ``Reflection:``: 1-2 sentences on the failed trajectory), as the plan-and-execute
 planner (the template asks for one detailed plan: every recipe level) or as the planner
 (anything else: a one-level plan). Outputs are deterministic for the same prompt, knobs and temperature: the
@@ -41,6 +43,7 @@ from adapt.sim.planner import write_detailed_plan, write_plan
 from adapt.sim.prompt_parse import parse_prompt
 from adapt.sim.reflection import write_reflection
 from adapt.sim.spec import Knob, KnobValue, canonical_spec, check_knobs
+from adapt.sim.stateact import decide_stateact
 
 logger = logging.getLogger(__name__)
 
@@ -168,6 +171,8 @@ class SimTextCraftModel:
         if task.role == "executor":
             decision = decide(task, self.knobs, draws)
             return decision.text, decision.kind
+        if task.role == "stateact":
+            return decide_stateact(task, self.knobs, draws)
         if task.role == "reflection":
             return write_reflection(task)
         if task.role == "plan_and_execute":

@@ -65,6 +65,8 @@ class TextCraft(BaseEnvironment):
         "inventory  (list what you carry)"
     )
     prompt_package: ClassVar[str | None] = "adapt.envs.textcraft"
+    #: what the StateAct executor tracks each step (``current inventory: [oak planks] (4)``)
+    state_fields: ClassVar[tuple[str, ...]] = ("current inventory",)
 
     def __init__(self) -> None:
         self._book = load_book()

@@ -1,0 +1,285 @@
+"""The StateAct executor (Rozanov & Rei, 2024): goal reminder + state tracking + thought + action.
+
+Select it with ``RunConfig(executor={"kind": "stateact"})``; every strategy (ADaPT and the
+baselines) gets it through ``adapt.engine.executors.make_executor``.
+
+Each step the model writes, in ONE completion, ``key: value`` lines (keys are case-insensitive)::
+
+    goal: craft beehive
+    current inventory: [oak planks] (4)
+    thought: I still need 3 honeycomb, a base material, so I fetch it.
+    action: get 3 honeycomb
+
+- ``goal``: a reminder of the (sub-)goal;
+- one line per state field the environment declares (``Environment.state_fields``; TextCraft:
+  ``current inventory``; none: no state lines);
+- ``thought``: free reasoning (continuation lines without a key are appended to it);
+- ``action``: the action sent to the environment. The LAST ``action:`` line wins. ``think`` (or
+  ``think: ...``) is no action: the step is a thought, its observation is ``OK.``.
+
+Rules (shared with ReAct, ``adapt.engine.executor``):
+
+- success: the environment gives reward > 0, or a step's ``thought`` (or a ``think: ...``
+  action) says ``Task completed!``; failure: it says ``Task failed!``. The declaring step's
+  action, if it is a real one, is still taken first (a reward there wins); the demos end with
+  ``action: think``;
+- a step without an (non-empty) ``action:`` line and without such a declaration records a
+  per-step error (``Step.error``), shows the model an ``Invalid step: ...`` observation and
+  counts toward ``patience`` like a failed action; the run continues;
+- ``patience`` consecutive failed / ``OK.`` / invalid steps fail the run; so does ``max_steps``.
+
+The prompt is the environment's ``stateact`` template (``$task``, ``$context``, and optionally
+``$state_fields`` and ``$step_format``) followed by the previous steps, each rendered from its
+parsed fields in the canonical order and closed by an ``observation: ...`` line. The model writes
+one full step per call: the request stops at ``"\\nobservation:"``. Its ``max_tokens`` is the
+configured ``executor.max_tokens`` when set explicitly, else ``DEFAULT_MAX_TOKENS`` (a step is
+several lines; ReAct's 128-token default is for one line).
+
+``Step.extra`` holds the parsed fields: ``{"goal": ..., "state": {field: value}, "thought": ...}``
+plus ``"warnings"`` (malformed or unknown lines, truncation) when there are any. ``Step.text`` is
+the action (``think: <thought>`` for a thought step, ``""`` when the action is missing); ``raw`` is
+the whole completion.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+from adapt.engine.executor import THOUGHT_OK, ExecutionResult
+from adapt.engine.executors import register_executor
+from adapt.engine.prompts import render
+from adapt.engine.run import Run
+from adapt.engine.tree import Node, Step
+from adapt.errors import UserError
+from adapt.llm.base import ChatRequest
+
+TEMPLATE = "stateact"
+#: the model writes one step per call and stops before the engine's observation line
+STOP = "\nobservation:"
+#: completion limit per step unless ``executor.max_tokens`` is set explicitly
+DEFAULT_MAX_TOKENS = 384
+GOAL, THOUGHT, ACTION, OBSERVATION = "goal", "thought", "action", "observation"
+
+_COMPLETED = re.compile(r"task\s+completed", re.IGNORECASE)
+_FAILED = re.compile(r"task\s+failed", re.IGNORECASE)
+_KEY_LINE = re.compile(r"([A-Za-z][A-Za-z0-9 _-]{0,39}?)\s*:(?:\s+|$)(.*)")
+
+
+def normalize_key(key: str) -> str:
+    """``Current_Inventory `` -> ``current inventory``."""
+    return " ".join(key.replace("_", " ").lower().split())
+
+
+@dataclass(slots=True)
+class StateActOutput:
+    """One parsed step. ``action`` is ``None`` when no non-empty ``action:`` line was written."""
+
+    goal: str | None = None
+    state: dict[str, str] = field(default_factory=dict)
+    thought: str | None = None
+    action: str | None = None
+    warnings: list[str] = field(default_factory=list)
+    #: why ``action`` is None (``None`` when there is an action)
+    error: str | None = None
+
+    @property
+    def is_thought(self) -> bool:
+        """``action: think`` / ``action: think: ...``: no environment action."""
+        return self.action is not None and (
+            self.action.lower() == "think" or self.action.lower().startswith("think:")
+        )
+
+    @property
+    def declaration(self) -> bool | None:
+        """True: the step says the task is completed; False: failed; None: neither."""
+        texts = [self.thought or ""]
+        if self.is_thought and self.action is not None:
+            texts.append(self.action)
+        text = "\n".join(texts)
+        if _COMPLETED.search(text):
+            return True
+        if _FAILED.search(text):
+            return False
+        return None
+
+    def extra(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"goal": self.goal, "state": dict(self.state),
+                               "thought": self.thought}
+        if self.warnings:
+            out["warnings"] = list(self.warnings)
+        return out
+
+
+def parse_output(raw: str, state_fields: tuple[str, ...] | list[str] = ()) -> StateActOutput:
+    """Parse one StateAct step from a completion.
+
+    A line ``key: value`` whose key is ``goal``, ``thought``, ``action`` or one of
+    ``state_fields`` sets that field (a repeated key: the last one wins, so the LAST ``action:``
+    line is the action). A leading ``>`` is ignored. Other lines continue the previous goal,
+    state or thought field (never the one-line action); an unknown ``key:`` line is kept as such
+    continuation text and warned about. An ``observation:`` line (a made-up observation) ends the
+    step: the rest is ignored.
+    """
+    fields = tuple(normalize_key(f) for f in state_fields)
+    known = {GOAL, THOUGHT, ACTION, *fields}
+    out = StateActOutput()
+    values: dict[str, str] = {}
+    current: str | None = None
+    for number, original in enumerate(raw.splitlines(), start=1):
+        line = original.strip()
+        if line.startswith(">"):
+            line = line[1:].strip()
+        if not line:
+            continue
+        match = _KEY_LINE.fullmatch(line)
+        key = normalize_key(match.group(1)) if match else None
+        if key == OBSERVATION:
+            out.warnings.append(f"line {number}: ignored a made-up observation and what follows")
+            break
+        if match is not None and key in known:
+            value = match.group(2).strip()
+            if key in values and key != ACTION:
+                out.warnings.append(f"line {number}: repeated {key!r}; the last one is used")
+            values[key] = value
+            current = key
+            continue
+        if match is not None:
+            out.warnings.append(f"line {number}: unknown field {key!r}")
+        if current is None or current == ACTION:
+            out.warnings.append(f"line {number}: text outside a field ignored: {line[:60]!r}")
+            continue
+        values[current] = f"{values[current]} {line}".strip()
+    out.goal = values.get(GOAL)
+    out.thought = values.get(THOUGHT)
+    out.state = {f: values[f] for f in fields if f in values}
+    action = values.get(ACTION)
+    if action is None:
+        out.error = "no 'action:' line in the model output"
+    elif not action:
+        out.error = "the 'action:' line is empty"
+    else:
+        out.action = action
+    return out
+
+
+def step_format(state_fields: tuple[str, ...] | list[str]) -> str:
+    """The skeleton of one step, e.g. ``goal: ...\\ncurrent inventory: ...\\nthought: ...``."""
+    keys = [GOAL, *(normalize_key(f) for f in state_fields), THOUGHT, ACTION]
+    return "\n".join(f"{k}: ..." for k in keys)
+
+
+def render_step(out: StateActOutput, observation: str,
+                state_fields: tuple[str, ...] | list[str] = ()) -> str:
+    """One step of the trajectory in the prompt: the parsed fields in canonical order (those the
+    model wrote), then ``observation: ...``."""
+    lines: list[str] = []
+    if out.goal is not None:
+        lines.append(f"{GOAL}: {out.goal}")
+    for f in state_fields:
+        value = out.state.get(normalize_key(f))
+        if value is not None:
+            lines.append(f"{normalize_key(f)}: {value}")
+    if out.thought is not None:
+        lines.append(f"{THOUGHT}: {out.thought}")
+    if out.action is not None:
+        lines.append(f"{ACTION}: {out.action}")
+    lines.append(f"{OBSERVATION}: {observation}")
+    return "\n".join(lines) + "\n"
+
+
+def invalid_observation(error: str, state_fields: tuple[str, ...] | list[str]) -> str:
+    keys = ", ".join(f"{k}:" for k in (GOAL, *(normalize_key(f) for f in state_fields), THOUGHT))
+    return f"Invalid step: {error}. Write {keys} and action: lines."
+
+
+class StateActExecutor:
+    """Runs one (sub-)task with StateAct steps; same result and termination rules as ReAct."""
+
+    def __init__(self, run: Run, *, max_steps: int | None = None) -> None:
+        self.run = run
+        cfg = run.config.executor
+        self.max_steps = max_steps or cfg.max_steps or run.env.default_max_steps
+        self.patience = cfg.patience
+        self.max_tokens = cfg.max_tokens if "max_tokens" in cfg.model_fields_set \
+            else DEFAULT_MAX_TOKENS
+        self.state_fields: tuple[str, ...] = tuple(
+            normalize_key(f) for f in getattr(run.env, "state_fields", ()) or ())
+        try:
+            run.env.prompt_template(TEMPLATE)
+        except KeyError:
+            raise UserError(
+                f"executor kind 'stateact' needs a {TEMPLATE!r} prompt template, which "
+                f"environment {run.env.name!r} does not have; add prompts/{TEMPLATE}.txt "
+                "(few-shot examples in the StateAct format) to its package or override "
+                "prompt_template()"
+            ) from None
+
+    def header(self, task: str, context: str | None) -> str:
+        return render(self.run.env, TEMPLATE, task=task, context=context,
+                      state_fields=", ".join(self.state_fields),
+                      step_format=step_format(self.state_fields))
+
+    async def execute(self, node: Node, task: str, extra_context: str | None = None
+                      ) -> ExecutionResult:
+        run, env = self.run, self.run.env
+        context = run.context if extra_context is None else "\n".join(
+            x for x in (run.context, extra_context) if x
+        )
+        header = self.header(task, context)
+        trajectory: list[str] = []
+        bad_streak = 0
+        best_reward = 0.0
+        for index in range(1, self.max_steps + 1):
+            request = ChatRequest(
+                prompt=header + "".join(trajectory),
+                stop=[STOP],
+                max_tokens=self.max_tokens,
+                temperature=run.config.executor.temperature,
+                role="executor",
+            )
+            response = await run.call(run.executor_model, request, node)
+            out = parse_output(response.text, self.state_fields)
+            if response.finish_reason == "length":
+                out.warnings.append("the output was cut at max_tokens")
+            declared = out.declaration
+            reward, done, error = 0.0, False, None
+            if out.action is None and declared is None:
+                kind, text, error = "thought", "", out.error or "no action"
+                observation = invalid_observation(error, self.state_fields)
+            elif out.action is None or out.is_thought:
+                kind, observation = "thought", THOUGHT_OK
+                text = f"think: {out.thought}" if out.thought else out.action or ""
+            else:
+                kind, text = "action", out.action
+                result = env.step(out.action)
+                observation, reward, done = result.observation, float(result.reward), result.done
+            step = Step(kind=kind, node_id=node.id, index=index, raw=response.text, text=text,
+                        observation=observation, reward=reward, done=done, error=error,
+                        extra=out.extra())
+            await run.add_step(node, step)
+            trajectory.append(render_step(out, observation, self.state_fields))
+            best_reward = max(best_reward, reward)
+            if reward > 0:
+                run.reward = max(run.reward, reward)
+            if done:
+                run.episode_done = True
+                return ExecutionResult(reward > 0, None, best_reward,
+                                       "reward" if reward > 0 else "done", index)
+            if reward > 0:
+                return ExecutionResult(True, None, best_reward, "reward", index)
+            if declared is True:
+                return ExecutionResult(True, True, best_reward, "completed", index)
+            if declared is False:
+                return ExecutionResult(False, False, best_reward, "failed", index)
+            bad = error is not None or observation == THOUGHT_OK or env.is_failure(observation)
+            bad_streak = bad_streak + 1 if bad else 0
+            if bad_streak >= self.patience:
+                return ExecutionResult(False, None, best_reward, "patience", index)
+        return ExecutionResult(False, None, best_reward, "max_steps", self.max_steps)
+
+
+register_executor("stateact", lambda run, steps: StateActExecutor(run, max_steps=steps))
+
+__all__ = ["StateActExecutor", "StateActOutput", "parse_output", "render_step", "step_format"]
