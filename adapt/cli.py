@@ -37,6 +37,12 @@ def fail(message: str, code: int = 2) -> NoReturn:
     raise typer.Exit(code)
 
 
+def _validation_message(exc: ValidationError) -> str:
+    from adapt.envs.registry import format_validation_errors
+
+    return "invalid option: " + format_validation_errors(exc)
+
+
 def setup_logging(verbose: bool) -> None:
     logging.basicConfig(
         level=logging.DEBUG if verbose else logging.WARNING,
@@ -61,6 +67,8 @@ def run(
         "'sim:textcraft?capability=1'.")] = None,
     executor_model: Annotated[str | None, typer.Option("--executor-model")] = None,
     planner_model: Annotated[str | None, typer.Option("--planner-model")] = None,
+    executor: Annotated[str, typer.Option(
+        "--executor", help="Executor design: react | stateact | stateflow.")] = "react",
     max_steps: Annotated[int | None, typer.Option("--max-steps", min=1,
                                                   help="Executor LLM calls per run.")] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole tree as JSON.")] = False,
@@ -77,11 +85,11 @@ def run(
         settings = get_settings()
         env_config = parse_config_json(config)
         run_config = RunConfig(strategy=strategy, d_max=d_max,
-                               executor={"max_steps": max_steps})
+                               executor={"kind": executor, "max_steps": max_steps})
         models = load_models(settings, model=model, executor_model=executor_model,
                              planner_model=planner_model)
     except ValidationError as exc:
-        fail(str(exc))
+        fail(_validation_message(exc))
     except UserError as exc:
         fail(str(exc))
     if models.notice:
@@ -298,6 +306,8 @@ def bench_textcraft(
         "settings' default (the SIMULATED TextCraft model without an API key).")] = None,
     executor_model: Annotated[str | None, typer.Option("--executor-model")] = None,
     planner_model: Annotated[str | None, typer.Option("--planner-model")] = None,
+    executors: Annotated[str, typer.Option(
+        help="Comma-separated executor designs to compare, e.g. react,stateact.")] = "react",
     concurrency: Annotated[int, typer.Option(min=1, help="Task runs at once.")] = 8,
     seed: Annotated[int, typer.Option(help="RunConfig.seed for every run.")] = 0,
     out: Annotated[Path | None, typer.Option(
@@ -355,7 +365,7 @@ def bench_textcraft(
                 err.print(f"[yellow]note:[/] {loaded.notice}")
             bench_models.append(BenchModel(loaded.executor, loaded.planner))
     except ValidationError as exc:
-        fail(str(exc))
+        fail(_validation_message(exc))
     except UserError as exc:
         fail(str(exc))
 
@@ -383,7 +393,7 @@ def bench_textcraft(
             report = run_bench(
                 split=split, depth=depth, limit=limit, strategies=names, d_max=depths,
                 models=bench_models, concurrency=concurrency, seed=seed, price=price,
-                on_result=on_result,
+                on_result=on_result, executor_kind=executors,
             )
     except UserError as exc:
         fail(str(exc))

@@ -246,8 +246,12 @@ def table_rows(report: BenchReport, *, with_model: bool = True,
                    "k_max", "LLM calls", "executor calls", "planner calls",
                    "prompt tokens", "completion tokens", "cost", "wall s"]
     rows: list[list[str]] = []
+    several_executors = len(getattr(report, "executors", ["react"])) > 1
     for e in report.entries:
-        cells = [e.strategy, *([model_label(e)] if with_model else []), str(e.d_max),
+        name = e.strategy
+        if several_executors:  # e.g. "adapt · stateact" when executor designs are compared
+            name = f"{e.strategy} · {getattr(e, 'executor', 'react')}"
+        cells = [name, *([model_label(e)] if with_model else []), str(e.d_max),
                  str(e.tasks), f"{_pct(e.success_rate)} ({e.successes})",
                  _pct(e.self_assessed_success_rate)]
         for d in depths:

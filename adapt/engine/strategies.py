@@ -60,3 +60,6 @@ async def react_strategy(run: Run, goal: str, task: str) -> Node:
 
 # The paper's other baselines register themselves on import (they need ``register`` above).
 from adapt.engine import baselines as _baselines  # noqa: E402,F401
+
+# StateFlow registers its standalone strategy (and its executor kind) on import.
+from adapt.engine import stateflow as _stateflow  # noqa: E402,F401

@@ -1,0 +1,242 @@
+"""The StateFlow executor: one run of a state machine on one (sub-)task.
+
+The process starts in the machine's initial state. Entering a state runs its output functions
+in order (a model call with the state's instruction, an environment action, a static prompt);
+then the transitions are tried in order (string rules on what this visit produced, explicit
+yes/no model checks) and the first that matches gives the next state (none: stay).
+
+Every environment action is a ``Step`` (a model reply without an action is a ``thought`` step)
+whose ``extra`` holds ``{"state": ..., "turn": n}``; the last step of a visit also holds
+``"transition"`` (the next state), and ``"checks"`` / ``"stopped"`` when there are any.
+
+Outcome (``ExecutionResult``):
+
+- the environment ends the episode: success if its reward > 0 (``reward`` / ``done``);
+- a reward > 0 without the end of the episode: success (``reward``), as the ReAct executor;
+- a final state: success (``completed``, self-assessed) or failure (``failed``);
+- ``patience`` consecutive failed observations (the environment's ``is_failure`` or ``OK.``):
+  failure (``patience``);
+- the turn limit (state visits: the machine's ``max_turns``, or ``executor.max_steps`` when
+  set): failure (``max_turns``), recorded as a transition to ``on_max_turns``.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from string import Template
+from typing import Any
+
+from adapt.engine.executor import THOUGHT_OK, ExecutionResult, parse_line
+from adapt.engine.run import Run
+from adapt.engine.stateflow.loader import machine_for_env
+from adapt.engine.stateflow.models import Machine, State, Transition
+from adapt.engine.tree import Node, Step, StepKind
+from adapt.llm.base import ChatRequest
+
+CHECK_MAX_TOKENS = 8
+_YES = re.compile(r"^\W*(yes|y|true)\b", re.IGNORECASE)
+
+
+@dataclass
+class _Visit:
+    """What one state visit produced (transition rules look at these)."""
+
+    output: str = ""
+    action: str = ""
+    observation: str = ""
+    reward: float = 0.0
+    done: bool = False
+    bad: bool = False  # the last observation counts for patience
+    steps: list[Step] = field(default_factory=list)
+
+    def values(self) -> dict[str, str]:
+        return {"output": self.output, "action": self.action, "observation": self.observation}
+
+
+class StateFlowExecutor:
+    def __init__(self, run: Run, *, max_steps: int | None = None,
+                 machine: Machine | None = None) -> None:
+        self.run = run
+        self.machine = machine or machine_for_env(run.env)
+        cfg = run.config.executor
+        self.max_turns = max_steps or cfg.max_steps or self.machine.max_turns
+        self.patience = cfg.patience
+
+    # -- templates ---------------------------------------------------------------------------
+    def _vars(self, task: str, context: str, history: list[str], state: str,
+              last: dict[str, str]) -> dict[str, str]:
+        values = {"task": task, "context": context, "trajectory": "".join(history),
+                  "state": state, "actions": self.run.env.action_grammar, **last}
+        values["header"] = Template(self.machine.header).safe_substitute(values)
+        return values
+
+    def _action_of(self, raw: str) -> str:
+        if self.machine.action_regex is not None:
+            match = re.search(self.machine.action_regex, raw)
+            if match and match.group(1):
+                return match.group(1).strip()
+        return parse_line(raw)
+
+    # -- the run -------------------------------------------------------------------------------
+    async def execute(self, node: Node, task: str, extra_context: str | None = None
+                      ) -> ExecutionResult:
+        run, env, machine = self.run, self.run.env, self.machine
+        context = run.context if extra_context is None else "\n".join(
+            x for x in (run.context, extra_context) if x
+        )
+        history: list[str] = []
+        last = {"output": "", "action": "", "observation": ""}
+        cfg = run.config.executor
+        index = 0
+        bad_streak = 0
+        best = 0.0
+        name = machine.initial
+        turn = 0
+
+        async def emit(step: Step) -> None:
+            await run.add_step(node, step)
+
+        while True:
+            state = machine.states[name]
+            if state.final is not None:  # only the initial state can be final here
+                ok = state.final == "success"
+                return ExecutionResult(ok, ok, best, "completed" if ok else "failed", index)
+            turn += 1
+            visit = _Visit()
+            pending: Step | None = None  # the visit's latest step, emitted when the next begins
+            awaiting = False
+            for out in state.outputs:
+                values = self._vars(task, context or "", history, name, last)
+                if out.kind == "prompt":
+                    history.append(Template(out.text or "").safe_substitute(values))
+                elif out.kind == "model":
+                    if pending is not None:
+                        await emit(pending)
+                        pending = None
+                    prompt = Template(state.instruction or "").safe_substitute(values)
+                    request = ChatRequest(
+                        prompt=prompt, stop=list(machine.stop),
+                        max_tokens=machine.max_tokens or cfg.max_tokens,
+                        temperature=cfg.temperature, role="executor",
+                    )
+                    response = await run.call(run.executor_model, request, node)
+                    visit.output = response.text.strip()
+                    visit.action = self._action_of(response.text)
+                    last["output"], last["action"] = visit.output, visit.action
+                    history.append(Template(machine.history.model).safe_substitute(
+                        output=visit.output, action=visit.action, observation="", state=name))
+                    index += 1
+                    pending = Step(kind="thought", node_id=node.id, index=index,
+                                   raw=response.text, text=visit.action, observation="",
+                                   extra={"state": name, "turn": turn})
+                    awaiting = True  # the model's action is executed by a later 'act'
+                else:  # act
+                    fixed = out.text is not None
+                    action = (Template(out.text or "").safe_substitute(values) if fixed
+                              else visit.action)
+                    if fixed:
+                        awaiting = False
+                        visit.action = last["action"] = action
+                        history.append(Template(machine.history.action).safe_substitute(
+                            output="", action=action, observation="", state=name))
+                    result = env.step(action)
+                    observation = result.observation
+                    visit.observation = last["observation"] = observation
+                    visit.reward, visit.done = float(result.reward), result.done
+                    history.append(Template(machine.history.observation).safe_substitute(
+                        output=visit.output, action=action, observation=observation,
+                        state=name))
+                    kind: StepKind = ("thought" if action.lower().startswith("think:")
+                                      else "action")
+                    if pending is None or not awaiting:  # a step of its own
+                        if pending is not None:
+                            await emit(pending)
+                        index += 1
+                        pending = Step(kind=kind, node_id=node.id, index=index, raw="",
+                                       text=action, observation=observation,
+                                       extra={"state": name, "turn": turn})
+                    awaiting = False
+                    pending.kind = kind
+                    pending.observation = observation
+                    pending.reward, pending.done = visit.reward, visit.done
+                    best = max(best, visit.reward)
+                    if visit.reward > 0:
+                        run.reward = max(run.reward, visit.reward)
+                    bad = observation == THOUGHT_OK or env.is_failure(observation)
+                    bad_streak = bad_streak + 1 if bad else 0
+                    if visit.done:
+                        run.episode_done = True
+                        break
+            if pending is None:  # a visit without model call or action (prompts only)
+                index += 1
+                pending = Step(kind="thought", node_id=node.id, index=index, raw="", text="",
+                               observation="", extra={"state": name, "turn": turn})
+            extra: dict[str, Any] = pending.extra or {}
+            pending.extra = extra
+
+            # -- the end of the run, or the next state -----------------------------------------
+            result_: ExecutionResult | None = None
+            if visit.done:
+                extra["transition"] = await self._next(node, state, visit, task, context,
+                                                       history, name, last, ask=False, extra=extra)
+                extra["stopped"] = "done"
+                ok = visit.reward > 0
+                result_ = ExecutionResult(ok, None, best, "reward" if ok else "done", index)
+            elif visit.reward > 0:
+                extra["stopped"] = "reward"
+                result_ = ExecutionResult(True, None, best, "reward", index)
+            elif bad_streak >= self.patience:
+                extra["stopped"] = "patience"
+                result_ = ExecutionResult(False, None, best, "patience", index)
+            else:
+                target = await self._next(node, state, visit, task, context, history, name,
+                                          last, ask=True, extra=extra)
+                final = machine.states[target].final
+                if final is not None:
+                    extra["transition"] = target
+                    ok = final == "success"
+                    result_ = ExecutionResult(ok, ok, best, "completed" if ok else "failed",
+                                              index)
+                elif turn >= self.max_turns:
+                    extra["transition"] = machine.on_max_turns
+                    extra["stopped"] = "max_turns"
+                    result_ = ExecutionResult(False, None, best, "max_turns", index)
+                else:
+                    extra["transition"] = target
+                    name = target
+            await emit(pending)
+            if result_ is not None:
+                return result_
+
+    async def _next(self, node: Node, state: State, visit: _Visit, task: str,
+                    context: str | None, history: list[str], name: str, last: dict[str, str],
+                    *, ask: bool, extra: dict[str, Any]) -> str:
+        """The first transition that matches (``ask=False``: rules only), else ``name``."""
+        values = visit.values()
+        for transition in state.transitions:
+            if not all(rule.matches(values) for rule in transition.when):
+                continue
+            if transition.ask is None:
+                return transition.to
+            if not ask:
+                continue
+            if await self._check(node, transition, task, context, history, name, last, extra):
+                return transition.to
+        return name
+
+    async def _check(self, node: Node, transition: Transition, task: str, context: str | None,
+                     history: list[str], name: str, last: dict[str, str],
+                     extra: dict[str, Any]) -> bool:
+        """An explicit model check: the yes/no ``ask`` question; ``yes`` takes the transition."""
+        run = self.run
+        values = self._vars(task, context or "", history, name, last)
+        question = Template(transition.ask or "").safe_substitute(values)
+        prompt = Template(self.machine.check_prompt).safe_substitute(values, question=question)
+        request = ChatRequest(prompt=prompt, stop=["\n"], max_tokens=CHECK_MAX_TOKENS,
+                              temperature=run.config.executor.temperature, role="check")
+        response = await run.call(run.executor_model, request, node)
+        answer = _YES.match(response.text.strip()) is not None
+        extra.setdefault("checks", []).append(
+            {"to": transition.to, "question": question, "answer": "yes" if answer else "no"})
+        return answer
