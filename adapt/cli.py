@@ -207,6 +207,33 @@ async def _with_session(fn: Callable[[AsyncSession], Awaitable[T]]) -> T:
         await engine.dispose()
 
 
+data_app = typer.Typer(help="Load data sets into their servers.", no_args_is_help=True)
+app.add_typer(data_app, name="data")
+
+
+@data_app.command("load-sql")
+def data_load_sql(
+    path: Annotated[Path, typer.Argument(
+        help="The InterCode-SQL data directory or its ic_spider_dbs.sql dump.")],
+    if_missing: Annotated[bool, typer.Option(
+        "--if-missing", help="Only load when a database or table is missing.")] = False,
+) -> None:
+    """Load the Spider databases into MariaDB and create the read-only agent user
+    (ADAPT_SQL_* settings: host, port, admin and agent credentials)."""
+    from adapt.envs.intercode_sql.loader import load_sql
+    from adapt.settings import get_settings
+
+    setup_logging(False)
+    s = get_settings()
+    try:
+        report = load_sql(path, host=s.sql_host, port=s.sql_port, admin_user=s.sql_admin_user,
+                          admin_password=s.sql_admin_password, agent_user=s.sql_agent_user,
+                          agent_password=s.sql_agent_password, reload=not if_missing)
+    except UserError as exc:
+        fail(str(exc))
+    err.print(escape(report.summary()))  # warnings, if any, were logged above
+
+
 @keys_app.command("create")
 def keys_create(
     tenant: Annotated[str, typer.Option(help="Tenant the key belongs to.")],

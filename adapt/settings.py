@@ -96,6 +96,28 @@ class Settings(BaseSettings):
     sse_keepalive_seconds: float = Field(default=15.0, gt=0,
                                          description="SSE keep-alive comment interval.")
 
+    sql_host: str = Field(default="127.0.0.1",
+                          description="MariaDB server of the intercode_sql environment.")
+    sql_port: int = Field(default=3306, ge=1, le=65535, description="MariaDB port.")
+    sql_admin_user: str = Field(
+        default="root", description="MariaDB user that `adapt data load-sql` loads the "
+        "InterCode-SQL databases and creates the agent user with.",
+    )
+    sql_admin_password: str = Field(default="", description="Password of sql_admin_user.")
+    sql_agent_user: str = Field(
+        default="adapt_agent", min_length=1, description="Read-only MariaDB user the "
+        "intercode_sql environment runs the agent's queries as (SELECT, SHOW VIEW on the "
+        "loaded databases only; created by `adapt data load-sql`).",
+    )
+    sql_agent_password: str = Field(
+        default="adapt_agent", description="Password of sql_agent_user (set by `adapt data "
+        "load-sql`; change it where the server is shared).",
+    )
+    sql_statement_timeout_seconds: float = Field(
+        default=5.0, gt=0, description="Longest an agent's SQL statement may run before the "
+        "server stops it (MariaDB max_statement_time).",
+    )
+
     @property
     def embedded(self) -> bool:
         return not self.broker_url

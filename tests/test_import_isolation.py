@@ -12,7 +12,8 @@ FORBIDDEN = ("fastapi", "sqlalchemy", "celery", "redis")
 
 @pytest.mark.parametrize(
     "module",
-    ["adapt.engine", "adapt.llm", "adapt.envs", "adapt.sim", "adapt.envs.textcraft"],
+    ["adapt.engine", "adapt.llm", "adapt.envs", "adapt.sim", "adapt.envs.textcraft",
+     "adapt.envs.intercode_sql"],
 )
 def test_library_layer_imports_no_service_packages(module: str) -> None:
     code = (

@@ -33,7 +33,10 @@ logger = logging.getLogger(__name__)
 ENTRY_POINT_GROUP = "adapt.environments"
 
 #: built-in environments: name -> ``module:attribute``, imported only when the table is built
-BUILTINS: dict[str, str] = {"textcraft": "adapt.envs.textcraft:TextCraft"}
+BUILTINS: dict[str, str] = {
+    "textcraft": "adapt.envs.textcraft:TextCraft",
+    "intercode_sql": "adapt.envs.intercode_sql:InterCodeSQL",
+}
 
 #: what a class needs to be taken as an environment (the ``Environment`` protocol's members)
 _REQUIRED_MEMBERS = (

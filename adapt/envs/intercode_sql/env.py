@@ -1,0 +1,401 @@
+"""The InterCode-SQL environment: answer a question about a database by querying MariaDB.
+
+Actions (the keyword's case and spaces around it do not matter):
+
+- ``execute[<sql>]`` runs one SQL statement as the read-only agent user on the task's database
+  and shows the result: a ``Columns:`` line, at most ``MAX_ROWS_SHOWN`` rows as tuples (cells
+  longer than ``MAX_CELL_CHARS`` characters are cut) and a note with the number of rows left
+  out; or ``Error executing query: <message>`` (also for a write, which the grants refuse, and
+  for a statement stopped by the statement timeout);
+- ``submit`` ends the episode: the result of the last ``execute`` is scored against the gold
+  query's result (``reward.reward``); success is reward 1.0;
+- ``think: ...`` is a thought: observation ``OK.``, no effect.
+
+Anything else gives an observation naming the two valid actions. As in InterCode, the submitted
+answer is the result of the *last* ``execute``: when it failed or returned no result set, the
+reward is 0.
+
+Every agent connection runs ``SET SESSION max_statement_time = <timeout>``; ``SET`` statements
+and statements that mention ``max_statement_time`` are refused (so the agent can neither lift
+the limit nor change session settings that would alter the gold result), and a client-side read
+timeout (timeout + 10 s) kills the query and reconnects should the server-side limit not fire.
+As in InterCode, the gold query runs on the agent's connection (after selecting the task's
+database again): MariaDB may break ties of ``ORDER BY ... LIMIT`` differently in another session,
+and the same session keeps the gold and the agent's identical query consistent.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import datetime
+import decimal
+import logging
+import re
+from collections.abc import Sequence
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ValidationError
+
+from adapt.envs.base import BaseEnvironment, StepResult
+from adapt.envs.intercode_sql.config import InterCodeSQLConfig
+from adapt.envs.intercode_sql.loader import Connection, connect, pymysql_module
+from adapt.envs.intercode_sql.reward import reward as intercode_reward
+from adapt.errors import InvalidConfig, UserError
+
+logger = logging.getLogger(__name__)
+
+#: rows shown in an observation; the rest are counted in a note
+MAX_ROWS_SHOWN = 20
+#: characters of one cell shown before it is cut with ``...``
+MAX_CELL_CHARS = 100
+#: characters of the last query kept in the salient state
+MAX_QUERY_IN_STATE = 120
+#: seconds the client waits beyond the statement timeout before it gives up on the server
+READ_TIMEOUT_SLACK = 10.0
+
+ERROR_PREFIX = "Error executing query"
+INVALID_ACTION = (
+    "Invalid action. Use execute[<SQL query>] to run one SQL query on the database and see its "
+    "result, or submit to end the task with the result of your last query as the answer."
+)
+ALREADY_SUBMITTED = "The answer was already submitted; the task is over."
+
+_EXECUTE = re.compile(r"execute\s*\[(.*)\]", re.IGNORECASE | re.DOTALL)
+_SUBMIT = re.compile(r"submit(?:\s*\[\s*\])?\s*\.?", re.IGNORECASE)
+_TIMEOUT_VARIABLE = re.compile(r"max_statement_time", re.IGNORECASE)
+_SESSION_CHANGE = re.compile(r"(?:\(|\s|/\*.*?\*/)*SET\b", re.IGNORECASE | re.DOTALL)
+_LOST_CONNECTION = frozenset({0, 2006, 2013, 2014, 2055})
+
+
+def format_cell(value: object) -> str:
+    """One cell as a Python-like literal, cut to ``MAX_CELL_CHARS`` characters."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bytes | bytearray):
+        raw = bytes(value)
+        try:
+            value = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            value = "0x" + raw.hex()
+    if isinstance(value, datetime.date | datetime.time | datetime.timedelta):
+        value = str(value)
+    if isinstance(value, str):
+        if len(value) > MAX_CELL_CHARS:
+            value = value[:MAX_CELL_CHARS] + "..."
+        return repr(value)
+    if isinstance(value, decimal.Decimal | float | int):
+        return str(value)
+    text = str(value)
+    return text if len(text) <= MAX_CELL_CHARS else text[:MAX_CELL_CHARS] + "..."
+
+
+def format_rows(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str:
+    """A result set as an observation: ``Columns:`` line, up to ``MAX_ROWS_SHOWN`` rows, a note
+    on the rows left out."""
+    lines = [f"Columns: {', '.join(columns)}"]
+    if not rows:
+        lines.append("(no rows)")
+    for row in rows[:MAX_ROWS_SHOWN]:
+        cells = [format_cell(v) for v in row]
+        lines.append("(" + ", ".join(cells) + ("," if len(cells) == 1 else "") + ")")
+    left_out = len(rows) - MAX_ROWS_SHOWN
+    if left_out > 0:
+        lines.append(f"[{left_out} more rows not shown; {len(rows)} rows in total]")
+    return "\n".join(lines)
+
+
+class InterCodeSQL(BaseEnvironment):
+    """InterCode-SQL (Yang et al., 2023) on MariaDB: Spider questions answered by SQL queries."""
+
+    name: ClassVar[str] = "intercode_sql"
+    description: ClassVar[str] = (
+        "Answer a natural-language question about a database (Spider, via InterCode) by running "
+        "SQL queries on MariaDB and submitting: the reward compares the last query's rows with "
+        "the gold query's (intersection over union, scaled by Kendall tau of the row order)."
+    )
+    config_model: ClassVar[type[BaseModel]] = InterCodeSQLConfig
+    default_max_steps: ClassVar[int] = 10
+    action_grammar: ClassVar[str] = (
+        "execute[<SQL query>]  (run one SQL query on the database, read-only, e.g. "
+        "execute[SHOW TABLES] or execute[SELECT count(*) FROM singer])\n"
+        "submit  (end the task: the result of your last query is the answer)"
+    )
+    prompt_package: ClassVar[str | None] = "adapt.envs.intercode_sql"
+    #: what StateAct tracks besides the goal
+    state_fields: ClassVar[tuple[str, ...]] = ("tables inspected",)
+
+    def __init__(
+        self,
+        *,
+        host: str | None = None,
+        port: int | None = None,
+        user: str | None = None,
+        password: str | None = None,
+        statement_timeout: float | None = None,
+    ) -> None:
+        self._host = host
+        self._port = port
+        self._user = user
+        self._password = password
+        self._statement_timeout = statement_timeout
+        self._conn: Connection | None = None
+        self._config: InterCodeSQLConfig | None = None
+        self._tables: tuple[str, ...] = ()
+        self._last_rows: tuple[tuple[object, ...], ...] | None = None
+        self._last_query: str | None = None
+        self._last_count = 0
+        self._inspected: list[str] = []
+        self._done = False
+        self._gold_cache: dict[tuple[str, str], tuple[tuple[object, ...], ...] | str] = {}
+
+    # -- connection ----------------------------------------------------------------------------
+    def _resolve(self) -> tuple[str, int, str, str, float]:
+        """Connection parameters; those not given to the constructor come from the settings."""
+        if None in (self._host, self._port, self._user, self._password, self._statement_timeout):
+            from adapt.settings import get_settings
+
+            s = get_settings()
+            self._host = s.sql_host if self._host is None else self._host
+            self._port = s.sql_port if self._port is None else self._port
+            self._user = s.sql_agent_user if self._user is None else self._user
+            self._password = s.sql_agent_password if self._password is None else self._password
+            if self._statement_timeout is None:
+                self._statement_timeout = s.sql_statement_timeout_seconds
+        assert self._host is not None and self._port is not None
+        assert self._user is not None and self._password is not None
+        assert self._statement_timeout is not None
+        return self._host, self._port, self._user, self._password, self._statement_timeout
+
+    @property
+    def statement_timeout(self) -> float:
+        """Seconds a statement may run before the server stops it."""
+        return self._resolve()[4]
+
+    def _open(self, database: str | None) -> Connection:
+        host, port, user, password, timeout = self._resolve()
+        conn = connect(
+            host=host,
+            port=port,
+            user=user,
+            password=password,
+            database=database,
+            role="agent",
+            read_timeout=timeout + READ_TIMEOUT_SLACK,
+        )
+        with conn.cursor() as cur:
+            cur.execute(f"SET SESSION max_statement_time = {float(timeout)!r}")
+        return conn
+
+    def _connection(self) -> Connection:
+        if self._conn is None:
+            self._conn = self._open(None)
+        return self._conn
+
+    def _drop_connection(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is None:
+            return
+        thread_id = conn.thread_id()
+        with contextlib.suppress(Exception):
+            conn.close()
+        try:  # stop the query the server may still be running (users may kill their own)
+            killer = self._open(None)
+            try:
+                with killer.cursor() as cur:
+                    cur.execute(f"KILL QUERY {int(thread_id)}")
+            finally:
+                killer.close()
+        except Exception as exc:
+            logger.debug("intercode_sql: could not kill thread %s: %s", thread_id, exc)
+
+    # -- episode -------------------------------------------------------------------------------
+    def reset(self, **config: Any) -> str:
+        try:
+            cfg = InterCodeSQLConfig.model_validate(config)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}"
+                for e in exc.errors()
+            )
+            raise InvalidConfig(f"intercode_sql: invalid environment_config: {problems}") from None
+        pymysql = pymysql_module()
+        conn = self._connection()
+        try:
+            conn.select_db(cfg.db)
+            with conn.cursor() as cur:
+                cur.execute("SHOW TABLES")
+                tables = tuple(str(row[0]) for row in cur.fetchall())
+        except pymysql.err.OperationalError as exc:
+            code = exc.args[0] if exc.args else None
+            if code in (1044, 1049):
+                raise InvalidConfig(
+                    f"intercode_sql: database {cfg.db!r} does not exist or the agent user may "
+                    "not read it; run `adapt data load-sql PATH` to load the InterCode-SQL "
+                    "databases"
+                ) from exc
+            self._drop_connection()
+            raise UserError(f"intercode_sql: could not open database {cfg.db!r}: {exc}") from exc
+        self._config = cfg
+        self._tables = tables
+        self._last_rows = None
+        self._last_query = None
+        self._last_count = 0
+        self._inspected = []
+        self._done = False
+        return self.task_observation(cfg.question)
+
+    def step(self, action: str) -> StepResult:
+        cfg = self._require_config()
+        if self._done:
+            return StepResult(ALREADY_SUBMITTED, 0.0, True)
+        text = action.strip()
+        if text.lower().startswith("think:"):
+            return StepResult("OK.")
+        if _SUBMIT.fullmatch(text):
+            return self._submit(cfg)
+        m = _EXECUTE.fullmatch(text)
+        if m is None:
+            return StepResult(INVALID_ACTION)
+        return StepResult(self._execute(cfg, m.group(1).strip()))
+
+    # -- actions -------------------------------------------------------------------------------
+    def _execute(self, cfg: InterCodeSQLConfig, sql: str) -> str:
+        self._last_rows = None  # the answer is the result of the last execute, success or not
+        if not sql:
+            return f"{ERROR_PREFIX}: the query is empty; write execute[<SQL query>]"
+        if _SESSION_CHANGE.match(sql) or _TIMEOUT_VARIABLE.search(sql):
+            return (
+                f"{ERROR_PREFIX}: SET statements are not allowed here; "
+                "run a query (SELECT, SHOW, DESCRIBE) instead"
+            )
+        pymysql = pymysql_module()
+        try:
+            if self._conn is None:  # reconnect after a lost connection
+                self._connection().select_db(cfg.db)
+            conn = self._connection()
+            with conn.cursor() as cur:
+                cur.execute(sql)
+                if cur.description is None:
+                    return (
+                        "Query executed successfully; it returned no result set "
+                        f"({max(cur.rowcount, 0)} rows affected)."
+                    )
+                columns = [str(d[0]) for d in cur.description]
+                rows = tuple(tuple(row) for row in cur.fetchall())
+        except pymysql.err.MySQLError as exc:
+            code = exc.args[0] if exc.args else None
+            message = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
+            if isinstance(exc, pymysql.err.InterfaceError) or code in _LOST_CONNECTION:
+                self._drop_connection()
+                return (
+                    f"{ERROR_PREFIX}: lost the connection to the database ({message}); the "
+                    f"query may have run longer than {self.statement_timeout:g}s"
+                )
+            return f"{ERROR_PREFIX}: {message}"
+        self._last_rows = rows
+        self._last_query = " ".join(sql.split())
+        self._last_count = len(rows)
+        for table in self._tables:
+            if table not in self._inspected and re.search(
+                rf"(?<![\w$]){re.escape(table)}(?![\w$])", sql, re.IGNORECASE
+            ):
+                self._inspected.append(table)
+        return format_rows(columns, rows)
+
+    def _gold_rows(self, cfg: InterCodeSQLConfig) -> tuple[tuple[object, ...], ...] | str:
+        """The gold query's rows, or its error message (cached per database and query)."""
+        key = (cfg.db, cfg.gold)
+        cached = self._gold_cache.get(key)
+        if cached is not None:
+            return cached
+        pymysql = pymysql_module()
+        try:
+            conn = self._connection()
+            conn.select_db(cfg.db)
+            with conn.cursor() as cur:
+                cur.execute(cfg.gold)
+                rows = tuple(tuple(r) for r in cur.fetchall()) if cur.description else ()
+            result: tuple[tuple[object, ...], ...] | str = rows
+        except pymysql.err.MySQLError as exc:
+            code = exc.args[0] if exc.args else None
+            if isinstance(exc, pymysql.err.InterfaceError) or code in _LOST_CONNECTION:
+                self._drop_connection()
+            result = str(exc.args[1]) if len(exc.args) > 1 else str(exc)
+        self._gold_cache[key] = result
+        return result
+
+    def _submit(self, cfg: InterCodeSQLConfig) -> StepResult:
+        self._done = True
+        gold = self._gold_rows(cfg)
+        if isinstance(gold, str):
+            logger.warning("intercode_sql: the gold query of %r failed: %s", cfg.question, gold)
+            return StepResult(
+                "Submitted, but the gold query failed, so the answer cannot be scored.",
+                0.0,
+                True,
+                {"success": False, "gold_error": gold},
+            )
+        score = intercode_reward(self._last_rows, gold)
+        info: dict[str, Any] = {"success": score == 1.0, "gold_rows": len(gold)}
+        if self._last_rows is None:
+            return StepResult(
+                "Submitted without a query result (the last action was not a successful "
+                f"query). Reward: {score:g}",
+                score,
+                True,
+                info,
+            )
+        return StepResult(
+            f"Submitted the {len(self._last_rows)} rows of your last query. Reward: {score:g}",
+            score,
+            True,
+            info,
+        )
+
+    def _require_config(self) -> InterCodeSQLConfig:
+        if self._config is None:
+            raise UserError(
+                "intercode_sql: call reset(db=..., question=..., gold=...) before step()"
+            )
+        return self._config
+
+    # -- protocol ------------------------------------------------------------------------------
+    @property
+    def goal(self) -> str:
+        return "" if self._config is None else self._config.question
+
+    @property
+    def tables(self) -> tuple[str, ...]:
+        """The tables of the current database (after ``reset``)."""
+        return self._tables
+
+    def task_observation(self, goal: str) -> str:
+        if self._config is None:
+            return f"Task: {goal}"
+        return (
+            f"Database: {self._config.db}\n"
+            f"Tables: {', '.join(self._tables) or '(none)'}\n"
+            f"Task: {goal}"
+        )
+
+    def salient_state(self) -> str | None:
+        if self._config is None:
+            return None
+        parts = [f"Tables inspected: {', '.join(self._inspected) or 'none'}."]
+        if self._last_query is not None:
+            query = self._last_query
+            if len(query) > MAX_QUERY_IN_STATE:
+                query = query[:MAX_QUERY_IN_STATE] + "..."
+            parts.append(f"Last successful query: {query} ({self._last_count} rows).")
+        return " ".join(parts)
+
+    def is_failure(self, observation: str) -> bool:
+        return observation.startswith(ERROR_PREFIX)
+
+    def close(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn.close()
+            except Exception as exc:  # already closed by the server
+                logger.debug("intercode_sql: close: %s", exc)
