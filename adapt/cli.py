@@ -434,6 +434,101 @@ def bench_textcraft(
         err.print("wrote " + ", ".join(str(p) for p in paths))
 
 
+@bench_app.command("sql")
+def bench_sql(
+    path: Annotated[Path, typer.Argument(
+        help="The InterCode-SQL data directory (holding ic_spider_dev.json) or that file.")],
+    hardness: Annotated[str | None, typer.Option(
+        help="Comma-separated levels: easy,medium,hard,extra (default: all).")] = None,
+    db: Annotated[str | None, typer.Option(help="Only the tasks of this database.")] = None,
+    limit: Annotated[int | None, typer.Option(
+        min=1, help="At most N tasks, taking the hardness levels in turn.")] = None,
+    designs: Annotated[str, typer.Option(
+        help="Comma-separated designs: react, stateflow, plan_and_execute.")] = (
+        "react,stateflow,plan_and_execute"
+    ),
+    d_max: Annotated[int, typer.Option("--d-max", help="RunConfig.d_max (1..8).")] = 3,
+    model: Annotated[str | None, typer.Option(
+        help="Model spec of a real OpenAI-compatible endpoint, e.g. openai:gpt-4o-mini or "
+        "'openai:llama3@http://127.0.0.1:11434/v1' (default: the settings' model when an "
+        "OpenAI key is set).")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Task runs at once.")] = 8,
+    out: Annotated[Path | None, typer.Option(
+        help="Write report.json, report.md and tasks.jsonl here.")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Benchmark agent designs on InterCode-SQL (needs MariaDB and a real model).
+
+    Example: OPENAI_API_KEY=... ADAPT_ALLOW_REMOTE_LLM=1 adapt bench sql PATH
+    --model openai:gpt-4o-mini --limit 40 --out runs/sql
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from adapt.bench.sql import (
+        SQLTaskRecord,
+        parse_designs,
+        parse_hardness,
+        print_sql_table,
+        require_model_spec,
+        run_sql_bench,
+        select_sql_tasks,
+        write_sql_report,
+    )
+    from adapt.bench.textcraft import BenchModel, parse_d_max
+    from adapt.llm.base import Usage
+    from adapt.llm.pricing import Pricing
+    from adapt.runlocal import load_models
+    from adapt.settings import OPENAI_DEFAULT_MODEL, get_settings
+
+    setup_logging(verbose)
+    try:
+        names = parse_designs(designs)
+        levels = parse_hardness(hardness)
+        parse_d_max(d_max)
+        settings = get_settings()
+        default = settings.default_model or (OPENAI_DEFAULT_MODEL if settings.openai_api_key
+                                             else None)
+        spec = require_model_spec(model or default)
+        selected = select_sql_tasks(path, levels, db, limit)
+        pricing = Pricing.from_setting(settings.pricing)
+        loaded = load_models(settings, model=spec)
+        bench_model = BenchModel(loaded.executor, loaded.planner)
+    except ValidationError as exc:
+        fail(_validation_message(exc))
+    except UserError as exc:
+        fail(str(exc))
+
+    def price(name: str, usage: Usage, simulated: bool) -> float | None:
+        return pricing.cost(name, usage, simulated=simulated)
+
+    done = wins = 0
+    progress = Progress(
+        TextColumn("[bold]intercode-sql"), BarColumn(), MofNCompleteColumn(),
+        TextColumn("success {task.fields[rate]}"), TimeElapsedColumn(), console=err,
+    )
+    bar = progress.add_task("bench", total=len(selected) * len(names), rate="–")
+
+    def on_result(record: SQLTaskRecord) -> None:
+        nonlocal done, wins
+        done += 1
+        wins += record.solved
+        progress.update(bar, advance=1, rate=f"{100 * wins / done:.1f}%")
+
+    try:
+        with progress:
+            report = run_sql_bench(
+                path, models=bench_model, hardness=levels, db=db, limit=limit, designs=names,
+                d_max=d_max, concurrency=concurrency, price=price, task_list=selected,
+                on_result=on_result,
+            )
+    except UserError as exc:
+        fail(str(exc))
+    print_sql_table(report, Console())
+    if out is not None:
+        paths = write_sql_report(report, out)
+        err.print("wrote " + ", ".join(str(p) for p in paths))
+
+
 def main() -> None:
     app()
 
