@@ -328,27 +328,39 @@ def render_table(report: BenchReport) -> Table:
     return table
 
 
-def to_markdown(report: BenchReport) -> str:
-    headers, rows = table_rows(report)
+def markdown_table(title_line: str, headers: Sequence[str], rows: Sequence[Sequence[str]],
+                   notes_lines: Sequence[str], *, left: Sequence[str]) -> str:
+    """A Markdown document: title, table (``left`` columns left-aligned), notes as a list."""
 
     def line(cells: Iterable[str]) -> str:
         return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
 
-    out = [f"# {title(report)}", "", line(headers),
-           line(":---" if h in ("strategy", "model") else "---:" for h in headers)]
+    out = [f"# {title_line}", "", line(headers),
+           line(":---" if h in left else "---:" for h in headers)]
     out += [line(r) for r in rows]
-    out += [""] + [f"- {n}" for n in notes(report)] + [""]
+    out += [""] + [f"- {n}" for n in notes_lines] + [""]
     return "\n".join(out)
+
+
+def to_markdown(report: BenchReport) -> str:
+    headers, rows = table_rows(report)
+    return markdown_table(title(report), headers, rows, notes(report),
+                          left=("strategy", "model"))
+
+
+def write_outputs(out_dir: Path, *, report_json: str, markdown: str,
+                  records: Iterable[BaseModel]) -> list[Path]:
+    """Write ``report.json``, ``report.md`` and ``tasks.jsonl`` into ``out_dir``."""
+    out_dir.mkdir(parents=True, exist_ok=True)
+    paths = [out_dir / "report.json", out_dir / "report.md", out_dir / "tasks.jsonl"]
+    paths[0].write_text(report_json, encoding="utf-8")
+    paths[1].write_text(markdown, encoding="utf-8")
+    paths[2].write_text(
+        "".join(json.dumps(r.model_dump(mode="json")) + "\n" for r in records), encoding="utf-8")
+    return paths
 
 
 def write_report(report: BenchReport, out_dir: Path) -> list[Path]:
     """Write ``report.json``, ``report.md`` and ``tasks.jsonl`` into ``out_dir``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / "report.json", out_dir / "report.md", out_dir / "tasks.jsonl"]
-    paths[0].write_text(report.to_json(), encoding="utf-8")
-    paths[1].write_text(to_markdown(report), encoding="utf-8")
-    paths[2].write_text(
-        "".join(json.dumps(r.model_dump(mode="json")) + "\n" for r in report.results),
-        encoding="utf-8",
-    )
-    return paths
+    return write_outputs(out_dir, report_json=report.to_json(), markdown=to_markdown(report),
+                         records=report.results)

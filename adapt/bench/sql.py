@@ -26,7 +26,7 @@ import asyncio
 import json
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -35,8 +35,17 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
-from adapt.bench.report import ModelInfo, _cost, _num, _pct, _rate, model_label
-from adapt.bench.textcraft import BenchModel, _items, parse_d_max
+from adapt.bench.report import (
+    ModelInfo,
+    _cost,
+    _num,
+    _pct,
+    _rate,
+    markdown_table,
+    model_label,
+    write_outputs,
+)
+from adapt.bench.textcraft import BenchModel, _items, parse_d_max, parse_names
 from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.engine.run import PriceFn
 from adapt.engine.tree import UsageTotals
@@ -146,16 +155,8 @@ class SQLBenchReport(BaseModel):
 # -- argument parsing -----------------------------------------------------------------------
 def parse_designs(value: str | Sequence[str]) -> list[str]:
     """``"react,stateflow"`` -> ``["react", "stateflow"]``; unknown names raise."""
-    names = _items(value)
-    known = ", ".join(DESIGNS)
-    if not names or any(not n for n in names):
-        raise InvalidConfig(f"--designs: give comma-separated designs, e.g. react,stateflow "
-                            f"(got {value!r}); known: {known}")
-    unknown = [n for n in names if n not in DESIGNS]
-    if unknown:
-        raise InvalidConfig(f"unknown design{'' if len(unknown) == 1 else 's'} "
-                            f"{', '.join(map(repr, unknown))}; known: {known}")
-    return list(dict.fromkeys(names))
+    return parse_names(value, list(DESIGNS), option="--designs", example="react,stateflow",
+                       noun=("design", "designs"), listed_as="known")
 
 
 def parse_hardness(value: str | Sequence[str] | None) -> list[str]:
@@ -445,29 +446,14 @@ def print_sql_table(report: SQLBenchReport, console: Console) -> None:
 
 def sql_to_markdown(report: SQLBenchReport) -> str:
     headers, rows = sql_table_rows(report)
-
-    def line(cells: Iterable[str]) -> str:
-        return "| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |"
-
-    left = ("design", "model", "hardness")
-    out = [f"# {sql_title(report)}", "", line(headers),
-           line(":---" if h in left else "---:" for h in headers)]
-    out += [line(r) for r in rows]
-    out += [""] + [f"- {n}" for n in sql_notes(report)] + [""]
-    return "\n".join(out)
+    return markdown_table(sql_title(report), headers, rows, sql_notes(report),
+                          left=("design", "model", "hardness"))
 
 
 def write_sql_report(report: SQLBenchReport, out_dir: Path) -> list[Path]:
     """Write ``report.json``, ``report.md`` and ``tasks.jsonl`` into ``out_dir``."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    paths = [out_dir / "report.json", out_dir / "report.md", out_dir / "tasks.jsonl"]
-    paths[0].write_text(report.to_json(), encoding="utf-8")
-    paths[1].write_text(sql_to_markdown(report), encoding="utf-8")
-    paths[2].write_text(
-        "".join(json.dumps(r.model_dump(mode="json")) + "\n" for r in report.results),
-        encoding="utf-8",
-    )
-    return paths
+    return write_outputs(out_dir, report_json=report.to_json(),
+                         markdown=sql_to_markdown(report), records=report.results)
 
 
 __all__ = [

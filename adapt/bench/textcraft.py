@@ -130,33 +130,32 @@ def _items(value: str | Sequence[str] | Sequence[int]) -> list[str]:
     return [v.strip() for v in raw]
 
 
-def parse_strategies(value: str | Sequence[str]) -> list[str]:
-    """``"adapt,react"`` -> ``["adapt", "react"]``; unknown names raise listing the available."""
+def parse_names(value: str | Sequence[str], known: Sequence[str], *, option: str,
+                example: str, noun: tuple[str, str], listed_as: str = "available") -> list[str]:
+    """Comma-separated names, each one of ``known`` (order kept, duplicates dropped); a clear
+    ``InvalidConfig`` names ``option`` and lists the known names otherwise."""
     names = _items(value)
+    listing = ", ".join(known)
     if not names or any(not n for n in names):
-        raise InvalidConfig(f"--strategies: give comma-separated names, e.g. adapt,react "
-                            f"(got {value!r}); available: {', '.join(available_strategies())}")
-    known = set(available_strategies())
+        raise InvalidConfig(f"{option}: give comma-separated names, e.g. {example} "
+                            f"(got {value!r}); {listed_as}: {listing}")
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise InvalidConfig(f"unknown strateg{'y' if len(unknown) == 1 else 'ies'} "
-                            f"{', '.join(map(repr, unknown))}; available: "
-                            f"{', '.join(available_strategies())}")
+        raise InvalidConfig(f"unknown {noun[0] if len(unknown) == 1 else noun[1]} "
+                            f"{', '.join(map(repr, unknown))}; {listed_as}: {listing}")
     return list(dict.fromkeys(names))
+
+
+def parse_strategies(value: str | Sequence[str]) -> list[str]:
+    """``"adapt,react"`` -> ``["adapt", "react"]``; unknown names raise listing the available."""
+    return parse_names(value, available_strategies(), option="--strategies",
+                       example="adapt,react", noun=("strategy", "strategies"))
 
 
 def parse_executor_kinds(value: str | Sequence[str]) -> list[str]:
     """``"react,stateact"`` -> ``["react", "stateact"]``; unknown kinds raise listing the known."""
-    names = _items(value)
-    known = ", ".join(EXECUTOR_KINDS)
-    if not names or any(not n for n in names):
-        raise InvalidConfig(f"--executors: give comma-separated executor kinds, e.g. "
-                            f"react,stateact (got {value!r}); known: {known}")
-    unknown = [n for n in names if n not in EXECUTOR_KINDS]
-    if unknown:
-        raise InvalidConfig(f"unknown executor kind{'' if len(unknown) == 1 else 's'} "
-                            f"{', '.join(map(repr, unknown))}; known: {known}")
-    return list(dict.fromkeys(names))
+    return parse_names(value, EXECUTOR_KINDS, option="--executors", example="react,stateact",
+                       noun=("executor kind", "executor kinds"), listed_as="known")
 
 
 def parse_d_max(value: str | int | Sequence[int]) -> list[int]:
