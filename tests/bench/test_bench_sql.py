@@ -6,9 +6,7 @@ are skipped, as those tests are, when the data or the server is absent.
 
 from __future__ import annotations
 
-import importlib.util
 import json
-import sys
 from pathlib import Path
 from typing import Any
 
@@ -30,16 +28,6 @@ from adapt.envs.intercode_sql import InterCodeSQL, Task, tasks
 from adapt.errors import UserError
 from adapt.llm.base import ChatRequest
 from adapt.llm.testing import FunctionModel
-
-_SQL_TESTS = Path(__file__).resolve().parents[1] / "envs" / "intercode_sql"
-if str(_SQL_TESTS) not in sys.path:
-    sys.path.insert(0, str(_SQL_TESTS))
-_spec = importlib.util.spec_from_file_location("intercode_sql_fixtures", _SQL_TESTS / "conftest.py")
-assert _spec is not None and _spec.loader is not None
-_fixtures = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(_fixtures)
-data_dir = _fixtures.data_dir
-server = _fixtures.server
 
 BAD = "SELECT no_such_column FROM no_such_table"
 PER_LEVEL = 2

@@ -4,17 +4,16 @@ from __future__ import annotations
 
 import random
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from sql_support import TIMEOUT, Server
 
 from adapt.envs import registry
 from adapt.envs.intercode_sql import InterCodeSQL, tasks
 from adapt.envs.intercode_sql.env import ERROR_PREFIX, INVALID_ACTION, MAX_ROWS_SHOWN
 from adapt.envs.testing import check_environment
 from adapt.errors import InvalidConfig, UserError
+from tests.sqldb import TIMEOUT, Server, make_env
 
 POKER = {
     "db": "poker_player",
@@ -26,23 +25,6 @@ POKER = {
 #: the gold rows, in order: Teodor Salparov, Maksim Botin, Yevgeni Sivozhelez, Semen Poltavskiy,
 #: Aleksey Ostapenko (final tables 10, 19, 21, 26, 42)
 JOIN = "FROM people AS T1 JOIN poker_player AS T2 ON T1.People_ID = T2.People_ID"
-
-
-def make_env(server: Server) -> InterCodeSQL:
-    return InterCodeSQL(
-        host=server.host,
-        port=server.port,
-        user=server.agent_user,
-        password=server.agent_password,
-        statement_timeout=TIMEOUT,
-    )
-
-
-@pytest.fixture
-def env(server: Server) -> Iterator[InterCodeSQL]:
-    e = make_env(server)
-    yield e
-    e.close()
 
 
 def play(env: InterCodeSQL, *queries: str, config: dict[str, str] = POKER) -> float:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sql_support import ADMIN_PASSWORD, ADMIN_USER, HOST, PORT, Server
 
 from adapt.envs.intercode_sql import load_sql
 from adapt.envs.intercode_sql.loader import (
@@ -15,6 +14,7 @@ from adapt.envs.intercode_sql.loader import (
     without_account_statements,
 )
 from adapt.errors import UserError
+from tests.sqldb import ADMIN_PASSWORD, ADMIN_USER, HOST, PORT, Server
 
 TINY_DB = "adapt_test_tiny_sql"
 TINY_DUMP = f"""-- TEST USER

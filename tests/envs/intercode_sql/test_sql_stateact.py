@@ -8,12 +8,10 @@ needing the data or the server are skipped when either is absent (see ``conftest
 from __future__ import annotations
 
 import string
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pytest
-from sql_support import TIMEOUT, Server
 
 from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.engine.stateact import STOP, parse_output
@@ -22,6 +20,7 @@ from adapt.envs.intercode_sql.tasks import Task
 from adapt.llm.base import ChatRequest
 from adapt.llm.testing import FunctionModel, ScriptedModel
 from adapt.sim.prompt_parse import STATEACT_MARKER
+from tests.sqldb import Server, make_env
 
 FIELDS = InterCodeSQL.state_fields
 #: the identifiers the StateAct executor substitutes
@@ -75,23 +74,6 @@ def demos(text: str) -> list[Demo]:
             demo.steps.append(DemoStep(head, parsed.action, observation, parsed.state))
         out.append(demo)
     return out
-
-
-def make_env(server: Server) -> InterCodeSQL:
-    return InterCodeSQL(
-        host=server.host,
-        port=server.port,
-        user=server.agent_user,
-        password=server.agent_password,
-        statement_timeout=TIMEOUT,
-    )
-
-
-@pytest.fixture
-def env(server: Server) -> Iterator[InterCodeSQL]:
-    e = make_env(server)
-    yield e
-    e.close()
 
 
 @pytest.fixture
