@@ -80,6 +80,10 @@ def render_summary(result: TaskResult, models: dict[str, str]) -> RenderableType
     table.add_row("tokens", f"{u.prompt_tokens} prompt + {u.completion_tokens} completion")
     table.add_row("cost", "unknown (no price for this model)" if u.cost_usd is None
                   else f"${u.cost_usd:.4f}")
+    m = result.monitor
+    if m.validations:
+        table.add_row("decoding monitor", f"{m.validations} checks, {m.violations} violations, "
+                      f"{m.corrections} corrected")
     table.add_row("wall time", f"{result.wall_seconds:.2f} s")
     if result.error:
         table.add_row("error", Text(result.error, style="red"))

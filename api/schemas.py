@@ -10,7 +10,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 from adapt.engine.budget import Budget
-from adapt.engine.config import ExecutorConfig, PlannerConfig, RunConfig
+from adapt.engine.config import ExecutorConfig, MonitorConfig, PlannerConfig, RunConfig
 from adapt.engine.tree import Plan, TaskResult, UsageTotals
 from adapt.store.models import FINAL_STATUSES, LLMCallRow, NodeRow, StepRow, Task
 
@@ -76,12 +76,16 @@ class TaskCreate(BaseModel):
     d_max: int = Field(default=3, ge=1, le=8, description="Maximum decomposition depth.")
     executor: ExecutorCreate = Field(default_factory=ExecutorCreate)
     planner: PlannerCreate = Field(default_factory=PlannerCreate)
+    monitor: MonitorConfig = Field(
+        default_factory=MonitorConfig,
+        description="The decoding monitor on the executor's and planner's output (on by default).")
     budget: Budget = Field(default_factory=Budget)
     seed: int | None = Field(default=None, description="Passed to the models with every call.")
 
     def run_config(self) -> RunConfig:
         return RunConfig(
             strategy=self.strategy, d_max=self.d_max, seed=self.seed, budget=self.budget,
+            monitor=self.monitor,
             executor=ExecutorConfig.model_validate(self.executor.model_dump(exclude={"model"})),
             planner=PlannerConfig.model_validate(self.planner.model_dump(exclude={"model"})),
         )
@@ -255,6 +259,10 @@ class LLMCallPublic(BaseModel):
     usage_estimated: bool
     latency_s: float
     cost_usd: float | None
+    monitor: dict[str, Any] | None = Field(
+        default=None, description="The decoding monitor's record for this call: validations, "
+        "violations, corrections, the violation and the correction prefix; null when the call "
+        "was not monitored.")
     attempt: int
     created_at: datetime
 
@@ -266,7 +274,7 @@ class LLMCallPublic(BaseModel):
             messages=(c.messages or {}).get("messages"), stop=(c.stop or {}).get("stop") or [],
             completion=c.completion, prompt_tokens=c.prompt_tokens,
             completion_tokens=c.completion_tokens, usage_estimated=c.usage_estimated,
-            latency_s=c.latency_s, cost_usd=c.cost_usd, attempt=c.attempt,
+            latency_s=c.latency_s, cost_usd=c.cost_usd, monitor=c.monitor, attempt=c.attempt,
             created_at=c.created_at,
         )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from adapt.engine.budget import Budget
 
@@ -12,8 +12,21 @@ from adapt.engine.budget import Budget
 class ExecutorConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["react", "stateact", "stateflow"] = Field(
-        default="react", description="Executor design: react, stateact or stateflow.")
+    kind: Literal["react", "stateact", "stateflow", "spec"] = Field(
+        default="react",
+        description="Executor design: react, stateact, stateflow or spec (an agent from a "
+        "declarative behaviour specification, see `spec`).")
+    spec: str = Field(
+        default="react",
+        description="For kind 'spec': a built-in agent (react, rewoo, reflexion, cot, direct, "
+        "pass) or a whole specification (s-expression or YAML).")
+    pass_output: Literal["auto", "logprob", "summary", "raw", "shorter"] = Field(
+        default="auto",
+        description="PASS agents: what the agent gets after a batch of actions. summary / raw: "
+        "always the summarizer's summary / the raw results; logprob: the higher "
+        "length-normalised log-probability under the executor model (the paper's rule; needs a "
+        "model that can score text); shorter: the summary when it is shorter than the raw "
+        "results; auto: logprob when the model can score, else shorter.")
     max_steps: int | None = Field(
         default=None, ge=1, le=500,
         description="LLM calls per executor run; default from the environment (TextCraft: 20).",
@@ -24,6 +37,30 @@ class ExecutorConfig(BaseModel):
     )
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=128, ge=1, le=8192, description="Per executor step.")
+
+    @field_validator("spec")
+    @classmethod
+    def _spec(cls, value: str) -> str:
+        from adapt.engine.spec.model import load_spec
+        from adapt.errors import UserError
+
+        try:
+            load_spec(value)
+        except UserError as exc:
+            raise ValueError(str(exc)) from None
+        return value
+
+
+class MonitorConfig(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    enabled: bool = Field(
+        default=True,
+        description="Enforce the executor's and planner's output format at generation time "
+        "with the decoding monitor (cut at the first violation, prefix the valid next state, "
+        "resume).")
+    max_corrections: int = Field(
+        default=3, ge=0, le=20, description="Corrections per generation before giving up.")
 
 
 class PlannerConfig(BaseModel):
@@ -43,5 +80,6 @@ class RunConfig(BaseModel):
     d_max: int = Field(default=3, ge=1, le=8, description="Maximum decomposition depth.")
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
+    monitor: MonitorConfig = Field(default_factory=MonitorConfig)
     budget: Budget = Field(default_factory=Budget)
     seed: int | None = Field(default=None, description="Passed to the models with every call.")

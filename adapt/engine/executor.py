@@ -10,6 +10,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from adapt.engine.monitoring import executor_monitor, generate
 from adapt.engine.prompts import render, trajectory_line
 from adapt.engine.run import Run
 from adapt.engine.tree import Node, Step
@@ -46,6 +47,7 @@ class ReActExecutor:
         cfg = run.config.executor
         self.max_steps = max_steps or cfg.max_steps or run.env.default_max_steps
         self.patience = cfg.patience
+        self.monitor = executor_monitor(run.env)
 
     async def execute(self, node: Node, task: str, extra_context: str | None = None) -> ExecutionResult:
         run, env = self.run, self.run.env
@@ -64,8 +66,9 @@ class ReActExecutor:
                 temperature=run.config.executor.temperature,
                 role="executor",
             )
-            response = await run.call(run.executor_model, request, node)
-            line = parse_line(response.text)
+            text, generation = await generate(run, run.executor_model, request, node,
+                                              self.monitor)
+            line = parse_line(text)
             reward, done = 0.0, False
             if line.lower().startswith("think:"):
                 kind, observation = "thought", THOUGHT_OK
@@ -73,8 +76,10 @@ class ReActExecutor:
                 kind = "action"
                 result = env.step(line)
                 observation, reward, done = result.observation, float(result.reward), result.done
-            step = Step(kind=kind, node_id=node.id, index=index, raw=response.text,
-                        text=line, observation=observation, reward=reward, done=done)
+            extra = ({"monitor": generation.tally.as_dict()}
+                     if generation is not None and generation.tally.violations else None)
+            step = Step(kind=kind, node_id=node.id, index=index, raw=text, text=line,
+                        observation=observation, reward=reward, done=done, extra=extra)
             await run.add_step(node, step)
             trajectory.append(trajectory_line(line, observation))
             best_reward = max(best_reward, reward)

@@ -28,7 +28,8 @@ ExecutorFactory = Callable[[Run, int | None], Executor]
 _EXECUTORS: dict[str, ExecutorFactory] = {"react": lambda run, steps: ReActExecutor(run,
                                                                                    max_steps=steps)}
 #: kinds whose implementation lives in another module, imported on first use
-_LAZY = {"stateact": "adapt.engine.stateact", "stateflow": "adapt.engine.stateflow"}
+_LAZY = {"stateact": "adapt.engine.stateact", "stateflow": "adapt.engine.stateflow",
+         "spec": "adapt.engine.spec_executor"}
 
 
 def register_executor(kind: str, factory: ExecutorFactory) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from adapt.engine.monitoring import generate, planner_monitor
 from adapt.engine.plan_parse import parse_plan
 from adapt.engine.prompts import render
 from adapt.engine.run import Run
@@ -21,5 +22,7 @@ class Planner:
         prompt = render(run.env, self.template, task=task, context=context)
         request = ChatRequest(prompt=prompt, max_tokens=cfg.max_tokens,
                               temperature=cfg.temperature, role="planner")
-        response = await run.call(run.planner_model, request, node)
-        return parse_plan(response.text)
+        # the decoding monitor governs the ADaPT planner's format (not other templates')
+        monitor = planner_monitor() if self.template == "planner" else None
+        text, _ = await generate(run, run.planner_model, request, node, monitor)
+        return parse_plan(text)

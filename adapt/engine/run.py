@@ -20,7 +20,7 @@ from adapt.engine.events import (
     TreeSink,
     flush,
 )
-from adapt.engine.tree import LLMCall, Node, Step, UsageTotals
+from adapt.engine.tree import LLMCall, MonitorTotals, Node, Step, UsageTotals
 from adapt.envs.base import Environment
 from adapt.errors import BudgetError, CancelledByUser
 from adapt.llm.base import ChatModel, ChatRequest, ChatResponse, Usage
@@ -67,6 +67,7 @@ class Run:
         self.context: str | None = None  # latest propagated salient state
         self.episode_done = False
         self.reward = 0.0
+        self.monitor_totals = MonitorTotals()
         self._calls = 0
 
     # -- nodes -----------------------------------------------------------------------------
@@ -98,8 +99,18 @@ class Run:
         out = self.cancel()
         return bool(await out) if inspect.isawaitable(out) else bool(out)
 
-    async def call(self, model: ChatModel, request: ChatRequest, node: Node) -> ChatResponse:
-        """Check cancellation and budgets, call the model, record and emit the call."""
+    async def call(
+        self,
+        model: ChatModel,
+        request: ChatRequest,
+        node: Node,
+        *,
+        annotate: Callable[[ChatResponse], dict[str, Any]] | None = None,
+    ) -> ChatResponse:
+        """Check cancellation and budgets, call the model, record and emit the call.
+
+        ``annotate`` (the decoding monitor's) turns the response into a record stored with the
+        call (``LLMCall.monitor``)."""
         await flush(self.sink)  # persist what happened so far before waiting on the model
         if await self._cancelled():
             raise CancelledByUser("cancelled by user")
@@ -113,6 +124,9 @@ class Run:
             deadline = self.config.budget.deadline_seconds or 0.0
             raise BudgetError("deadline_seconds", deadline, self.budget.elapsed()) from None
         cost = self.price(response.model or model.name, response.usage, model.simulated)
+        monitor = annotate(response) if annotate is not None else None
+        if monitor is not None:
+            self.monitor_totals.add(monitor)
         self._calls += 1
         call = LLMCall(
             id=self._calls,
@@ -129,6 +143,7 @@ class Run:
             usage_estimated=response.usage.estimated,
             latency_s=response.latency_s,
             cost_usd=cost,
+            monitor=monitor,
         )
         args = (call.prompt_tokens, call.completion_tokens, cost)
         self.usage.add(*args)

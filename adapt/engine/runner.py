@@ -77,6 +77,7 @@ async def run_task(
         d_max=config.d_max,
         usage=run.usage.model_copy(),
         usage_by_role={k: v.model_copy() for k, v in run.usage_by_role.items()},
+        monitor=run.monitor_totals.model_copy(),
         nodes=len(run.nodes),
         max_depth=max((n.depth for n in ran), default=0),
         error=error,

@@ -39,6 +39,19 @@ class UsageTotals(BaseModel):
             self.cost_usd = None
 
 
+class MonitorTotals(BaseModel):
+    """What the decoding monitor did: chunks validated, violations found, corrections made."""
+
+    validations: int = 0
+    violations: int = 0
+    corrections: int = 0
+
+    def add(self, record: dict[str, Any]) -> None:
+        self.validations += int(record.get("validations", 0))
+        self.violations += int(record.get("violations", 0))
+        self.corrections += int(record.get("corrections", 0))
+
+
 # -- logic expressions ----------------------------------------------------------------------
 class StepRef(BaseModel):
     kind: Literal["step"] = "step"
@@ -115,6 +128,7 @@ class LLMCall(BaseModel):
     usage_estimated: bool = False
     latency_s: float = 0.0
     cost_usd: float | None = None
+    monitor: dict[str, Any] | None = None  # the decoding monitor's record for this call
 
 
 class TaskResult(BaseModel):
@@ -126,6 +140,7 @@ class TaskResult(BaseModel):
     d_max: int
     usage: UsageTotals = Field(default_factory=UsageTotals)
     usage_by_role: dict[str, UsageTotals] = Field(default_factory=dict)
+    monitor: MonitorTotals = Field(default_factory=MonitorTotals)
     nodes: int = 0
     max_depth: int = 0
     error: str | None = None

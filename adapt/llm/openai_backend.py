@@ -339,3 +339,36 @@ class OpenAICompletionModel(_OpenAIBase):
         choice = response.choices[0]
         usage = self._usage(response.usage)
         return _Reply(choice.text or "", usage, response.model, choice.finish_reason)
+
+    async def score(self, prompt: str, continuation: str) -> list[float] | None:
+        """The log-probabilities of ``continuation``'s tokens after ``prompt`` (PASS's logprob
+        rule), or ``None`` when the server does not return them.
+
+        One legacy completions call with ``echo=True, max_tokens=0, logprobs=0``: the server
+        scores the text it is sent. The tokens that end inside ``continuation`` are kept (a
+        token spanning the boundary counts as the continuation's). Errors are logged and give
+        ``None``: scoring is an optional capability, not worth failing a task for.
+        """
+        check_endpoint(self.base_url, allow_remote=self.allow_remote, model=self.model)
+        text = prompt + continuation
+        params: dict[str, Any] = {"model": self.model, "prompt": text, "echo": True,
+                                  "max_tokens": 0, "logprobs": 0, "temperature": 0.0}
+        try:
+            response = await self._client().completions.create(**params)
+        except openai.APIError as exc:
+            self._provider_error(exc)  # logs the failure
+            return None
+        logprobs = response.choices[0].logprobs if response.choices else None
+        if logprobs is None or not logprobs.tokens or logprobs.token_logprobs is None \
+                or logprobs.text_offset is None:
+            return None
+        out: list[float] = []
+        boundary = len(prompt)
+        for token, offset, value in zip(logprobs.tokens, logprobs.text_offset,
+                                        logprobs.token_logprobs, strict=False):
+            if offset + len(token) <= boundary or offset >= len(text):
+                continue
+            if value is None:
+                return None
+            out.append(float(value))
+        return out or None

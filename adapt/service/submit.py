@@ -151,7 +151,9 @@ def validate_submission(
         planner = check_model("planner.model", sub.planner_model, settings)
     else:
         planner = executor
-    return config.model_dump(mode="json", exclude_none=True), executor, planner
+    # what the user set (validated), without nulls or defaults: the environment fills those in
+    stored = config.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    return stored, executor, planner
 
 
 def _replay(task: Task, digest: str, key: str) -> Submitted:

@@ -36,8 +36,10 @@ import hashlib
 import logging
 import random
 import time
+from dataclasses import replace
 
 from adapt.llm.base import ChatRequest, ChatResponse, Usage
+from adapt.sim.continuation import continue_text, split_partial
 from adapt.sim.executor import Draws, Knobs, decide
 from adapt.sim.planner import write_detailed_plan, write_plan
 from adapt.sim.prompt_parse import parse_prompt
@@ -165,9 +167,22 @@ class SimTextCraftModel:
         return f"SimTextCraftModel({self.name!r})"
 
     def respond(self, prompt: str, temperature: float = 0.0) -> tuple[str, str]:
-        """The raw completion for ``prompt`` (before stop/max_tokens) and what it was."""
+        """The raw completion for ``prompt`` (before stop/max_tokens) and what it was.
+
+        A prompt that ends inside an answer (the decoding monitor's resumed prompt) is
+        continued: see ``adapt.sim.continuation``."""
+        split = split_partial(prompt)
+        if split is None:
+            return self._respond(prompt, call_draws(self.seed, prompt, temperature))
+        original, partial = split
+        fresh = call_draws(self.seed, prompt, temperature)
+        draws = replace(call_draws(self.seed, original, temperature),
+                        format_error=fresh.format_error, format_kind=fresh.format_kind)
+        text, kind = self._respond(original, draws)
+        return continue_text(text, partial), f"{kind}:continued"
+
+    def _respond(self, prompt: str, draws: Draws) -> tuple[str, str]:
         task = parse_prompt(prompt)
-        draws = call_draws(self.seed, prompt, temperature)
         if task.role == "executor":
             decision = decide(task, self.knobs, draws)
             return decision.text, decision.kind

@@ -47,7 +47,7 @@ def _sync_url(url: str) -> str:
 
 
 def pending(url: str) -> list[str]:
-    """Revisions not applied yet (empty when the database is up to date)."""
+    """Revisions not applied yet, oldest first (empty when the database is up to date)."""
     script = ScriptDirectory.from_config(alembic_config(url))
     engine = create_sync_engine(_sync_url(url))
     try:
@@ -62,4 +62,4 @@ def pending(url: str) -> list[str]:
             if rev.revision in current:
                 break
             todo.append(rev.revision)
-    return todo
+    return todo[::-1]

@@ -186,6 +186,8 @@ class LLMCallRow(Base):
     usage_estimated: Mapped[bool] = mapped_column(Boolean, default=False)
     latency_s: Mapped[float] = mapped_column(Float, default=0.0)
     cost_usd: Mapped[float | None] = mapped_column(Float)
+    #: the decoding monitor's record: validations, violations, corrections, what it fixed
+    monitor: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     attempt: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 

@@ -124,7 +124,8 @@ class DbSink:
                 "completion": call.completion, "prompt_tokens": call.prompt_tokens,
                 "completion_tokens": call.completion_tokens,
                 "usage_estimated": call.usage_estimated, "latency_s": call.latency_s,
-                "cost_usd": call.cost_usd, "attempt": self.attempt, "created_at": utcnow(),
+                "cost_usd": call.cost_usd, "monitor": call.monitor, "attempt": self.attempt,
+                "created_at": utcnow(),
             })
         elif isinstance(event, TaskFinished):
             r = event.result

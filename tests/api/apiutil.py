@@ -84,7 +84,7 @@ class RowSink:
                     stop={"stop": c.stop}, request_fingerprint="", response={"text": c.completion},
                     completion=c.completion, prompt_tokens=c.prompt_tokens,
                     completion_tokens=c.completion_tokens, usage_estimated=c.usage_estimated,
-                    latency_s=c.latency_s, cost_usd=c.cost_usd, attempt=1,
+                    latency_s=c.latency_s, cost_usd=c.cost_usd, monitor=c.monitor, attempt=1,
                 ))
                 await session.execute(update(Task).where(Task.id == self.task_id).values(
                     llm_calls=Task.llm_calls + 1,

@@ -24,6 +24,7 @@ FULL: dict[str, Any] = {
     "planner": {"model": "openai:llama3@http://127.0.0.1:11434/v1"},
     "budget": {"max_llm_calls": 50, "max_tokens": 10000, "max_cost_usd": 0.5,
                "deadline_seconds": 60, "max_nodes": 20},
+    "monitor": {"enabled": False, "max_corrections": 2},
 }
 
 
@@ -65,6 +66,7 @@ async def test_create_with_every_option_stores_the_run_config(client: httpx.Asyn
     assert rc["executor"]["max_steps"] == 15 and rc["executor"]["temperature"] == 0.5
     assert rc["executor"]["patience"] == 5
     assert rc["budget"] == FULL["budget"]
+    assert rc["monitor"] == FULL["monitor"]
     assert "model" not in rc["executor"]
     assert detail["models"]["executor"] == {"model": "sim:textcraft?capability=2",
                                             "simulated": True}

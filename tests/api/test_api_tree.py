@@ -150,3 +150,6 @@ async def test_node_detail_has_plan_steps_and_calls(
     assert call["completion"] and call["role"] and call["simulated"] is True
     assert isinstance(call["stop"], list)
     assert call["prompt"] or call["messages"]
+    # the decoding monitor's record is stored with every monitored call
+    assert all(c["monitor"]["validations"] >= 1 for c in leaf["llm_calls"]
+               if c["role"] == "executor")

@@ -1,0 +1,139 @@
+"""The calculator environment: arithmetic word problems solved with a calculator tool.
+
+Actions (the verb is case-insensitive):
+
+- ``calculator <expression>`` -> the value, e.g. ``calculator (3 * 12) - 5`` -> ``31``; only
+  numbers, ``+ - * / // % **``, parentheses and unary minus (see ``arithmetic``); anything else
+  gives an ``Error: ...`` observation;
+- ``answer <value>`` -> ``Correct answer.`` with reward 1 and ``done`` when the value equals the
+  gold answer within 1e-6 (units, ``$`` and thousands separators are ignored: ``answer $1,200``
+  is 1200); otherwise ``Incorrect answer.`` (not done: the agent may try again).
+
+Tool calls are independent of each other, so the environment says ``concurrent_actions = True``
+and offers an async ``astep`` (what the PASS agent uses to run a batch of actions at once).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any, ClassVar
+
+from pydantic import BaseModel, ValidationError
+
+from adapt.envs.base import BaseEnvironment, StepResult
+from adapt.envs.calculator.arithmetic import CalculationError, evaluate, format_number, normalize
+from adapt.envs.calculator.config import CalculatorConfig
+from adapt.envs.calculator.problems import PROBLEMS, Problem
+from adapt.errors import InvalidConfig, UserError
+
+TOLERANCE = 1e-6
+CORRECT = "Correct answer."
+INCORRECT = "Incorrect answer."
+_NUMBER = re.compile(r"-?\d+(?:\.\d+)?(?:[eE][-+]?\d+)?")
+_FAILURES = ("Error:", INCORRECT, "Unknown action")
+
+
+def parse_answer(text: str) -> float | None:
+    """The number in an answer: the whole text if it is arithmetic (``3/4``), else the first
+    number in it (``$1,200 dollars`` -> 1200); ``None`` when there is none."""
+    try:
+        return float(evaluate(text))
+    except CalculationError:
+        pass
+    match = _NUMBER.search(normalize(text).replace("$", ""))
+    return float(match.group(0)) if match else None
+
+
+class Calculator(BaseEnvironment):
+    """Arithmetic word problems with a calculator tool (for tool-using agents such as PASS)."""
+
+    name: ClassVar[str] = "calculator"
+    description: ClassVar[str] = (
+        "Solve an arithmetic word problem: compute with the calculator tool and submit the "
+        "final number with answer (reward 1 when it is correct)."
+    )
+    config_model: ClassVar[type[BaseModel]] = CalculatorConfig
+    default_max_steps: ClassVar[int] = 12
+    action_grammar: ClassVar[str] = (
+        "calculator <expression>  (evaluate arithmetic: numbers, + - * / // % **, parentheses; "
+        "e.g. calculator (3 * 12) - 5)\n"
+        "answer <number>  (submit the final answer, e.g. answer 31)"
+    )
+    prompt_package: ClassVar[str | None] = "adapt.envs.calculator"
+    #: the action that submits a final answer (see docs/agent-library.md)
+    answer_action: ClassVar[str | None] = "answer"
+    #: calculator calls do not depend on each other: a batch may run at once
+    concurrent_actions: ClassVar[bool] = True
+
+    def __init__(self) -> None:
+        self._problem: Problem | None = None
+        self._history: list[str] = []
+
+    # -- episode -------------------------------------------------------------------------------
+    def reset(self, **config: Any) -> str:
+        try:
+            cfg = CalculatorConfig.model_validate(config)
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}"
+                for e in exc.errors()
+            )
+            raise InvalidConfig(f"calculator: invalid environment_config: {problems}") from None
+        if cfg.question is not None and cfg.answer is not None:
+            self._problem = Problem(cfg.question.strip(), cfg.answer)
+        elif cfg.seed is not None:
+            self._problem = PROBLEMS[cfg.seed % len(PROBLEMS)]
+        else:
+            self._problem = PROBLEMS[cfg.index or 0]
+        self._history = []
+        return self.task_observation(self._problem.question)
+
+    def step(self, action: str) -> StepResult:
+        problem = self._require_problem()
+        verb, _, argument = action.strip().partition(" ")
+        verb = verb.lower().rstrip(":")
+        argument = argument.strip()
+        if verb == "calculator":
+            try:
+                value = format_number(evaluate(argument))
+            except CalculationError as exc:
+                return StepResult(f"Error: {exc}.")
+            self._history.append(f"{normalize(argument)} = {value}")
+            return StepResult(value)
+        if verb == "answer":
+            given = parse_answer(argument)
+            if given is not None and abs(given - problem.answer) <= TOLERANCE:
+                return StepResult(CORRECT, 1.0, True, {"success": True})
+            if given is None:
+                return StepResult(f"{INCORRECT} (write a number, e.g. answer 42)")
+            return StepResult(INCORRECT)
+        shown = action.strip()[:40]
+        return StepResult(f"Unknown action {shown!r}. Use: calculator <expression> | "
+                          "answer <number>")
+
+    async def astep(self, action: str) -> StepResult:
+        """``step`` as a coroutine (the calculator does no I/O; this lets other tasks run)."""
+        await asyncio.sleep(0)
+        return self.step(action)
+
+    # -- protocol ------------------------------------------------------------------------------
+    @property
+    def goal(self) -> str:
+        return "" if self._problem is None else self._problem.question
+
+    def task_observation(self, goal: str) -> str:
+        return goal
+
+    def salient_state(self) -> str | None:
+        if not self._history:
+            return None
+        return "Calculations so far: " + "; ".join(self._history[-10:])
+
+    def is_failure(self, observation: str) -> bool:
+        return observation.startswith(_FAILURES)
+
+    def _require_problem(self) -> Problem:
+        if self._problem is None:
+            raise UserError("calculator: call reset(index=...) or reset(seed=...) before step()")
+        return self._problem

@@ -1,0 +1,30 @@
+"""llm_calls.monitor: the decoding monitor's record per LLM call
+
+Revision ID: 0002
+Revises: 0001
+Create Date: 2026-11-21 22:40:00
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+from sqlalchemy.dialects import postgresql
+
+revision: str = "0002"
+down_revision: str | None = "0001"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    with op.batch_alter_table("llm_calls", schema=None) as batch_op:
+        batch_op.add_column(
+            sa.Column("monitor", sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()),
+                                                       "postgresql"), nullable=True)
+        )
+
+
+def downgrade() -> None:
+    with op.batch_alter_table("llm_calls", schema=None) as batch_op:
+        batch_op.drop_column("monitor")
