@@ -1,0 +1,367 @@
+"""ALFWorld benchmark harness: strategies x models x d_max over a game set, success by task type
+(the papers' tables: ADaPT table 2, StateFlow table 3, StateAct table 2).
+
+Library entry point: :func:`run_alfworld_bench`. CLI: ``adapt bench alfworld``::
+
+    # generated games (offline; the test set: 120 games, 20 per task type)
+    adapt bench alfworld --split test --limit 30 --strategies adapt,react --d-max 3 \\
+        --model 'openai:llama3@http://127.0.0.1:11434/v1' --out runs/alf
+
+    # the official valid_unseen games (134), when ALFWorld's data is installed
+    ALFWORLD_DATA=~/alfworld adapt bench alfworld --split valid_unseen --model openai:gpt-4o-mini
+
+Games: the generated sets ``dev`` and ``test`` (``adapt.envs.alfworld.games``) or an official
+split (``train``, ``valid_seen``, ``valid_unseen`` under ``data_dir`` / ``$ALFWORLD_DATA``).
+``limit`` takes task types in turn (the same arguments always pick the same games). Generated
+games are generated (and validated) before any task runs, so their cost is not in task times.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from pydantic import BaseModel, Field
+
+from adapt.bench.report import (
+    ModelInfo,
+    TaskRecord,
+    markdown_table,
+    model_label,
+    write_outputs,
+)
+from adapt.bench.textcraft import BenchModel, parse_d_max, parse_names, parse_strategies
+from adapt.engine import RunConfig, run_task
+from adapt.engine.run import PriceFn
+from adapt.errors import InvalidConfig
+
+#: the task types, in the papers' column order
+TASK_TYPES: tuple[str, ...] = ("pick", "clean", "heat", "cool", "examine", "pick_two")
+SPLITS: tuple[str, ...] = ("dev", "test", "train", "valid_seen", "valid_unseen")
+DEFAULT_STRATEGIES = ("adapt", "react")
+DEFAULT_D_MAX = (3,)  # ADaPT's ALFWorld setting
+
+ResultCallback = Callable[["ALFWorldTaskRecord"], None]
+
+
+class ALFWorldTaskRecord(TaskRecord):
+    """One task run (a line of ``tasks.jsonl``); ``item`` is the task sentence."""
+
+    task_type: str
+
+
+class TypeStats(BaseModel):
+    tasks: int
+    successes: int
+    success_rate: float
+
+
+class ALFWorldEntry(BaseModel):
+    """Aggregates for one (strategy, model, d_max)."""
+
+    strategy: str
+    model: str
+    simulated: bool
+    d_max: int
+    tasks: int
+    successes: int
+    success_rate: float
+    self_assessed_success_rate: float
+    by_type: dict[str, TypeStats]
+    llm_calls: int
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    wall_seconds: float
+    mean_task_seconds: float
+    statuses: dict[str, int]
+    errors: int
+
+
+class ALFWorldBenchReport(BaseModel):
+    environment: str = "alfworld"
+    split: str
+    task_type: str | None = None
+    limit: int | None = None
+    seed: int | None = None
+    concurrency: int
+    strategies: list[str]
+    d_max: list[int]
+    models: list[ModelInfo]
+    simulated: bool
+    task_count: int
+    tasks_by_type: dict[str, int]
+    elapsed_seconds: float
+    #: generating (and validating) the generated games before the runs
+    generation_seconds: float
+    entries: list[ALFWorldEntry]
+    results: list[ALFWorldTaskRecord] = Field(default_factory=list, exclude=True)
+
+
+@dataclass(frozen=True)
+class BenchGame:
+    id: str
+    task_type: str
+    config: dict[str, Any]
+
+
+def parse_task_types(value: str | Sequence[str] | None) -> list[str]:
+    """``"clean,heat"`` -> ``["clean", "heat"]`` (None: all six)."""
+    if value is None:
+        return list(TASK_TYPES)
+    return parse_names(value, TASK_TYPES, option="--task-type", example="clean,heat",
+                       noun=("task type", "task types"), listed_as="task types")
+
+
+def select_games(split: str = "test", task_types: str | Sequence[str] | None = None,
+                 limit: int | None = None, data_dir: str | None = None) -> list[BenchGame]:
+    """The games of ``split`` of the given task types; ``limit`` takes the types in turn."""
+    from adapt.envs.alfworld import games
+
+    if split not in SPLITS:
+        raise InvalidConfig(f"unknown split {split!r}; use one of: {', '.join(SPLITS)}")
+    if limit is not None and limit < 1:
+        raise InvalidConfig(f"--limit must be at least 1, got {limit}")
+    kinds = parse_task_types(task_types)
+    found: list[BenchGame] = []
+    if split in games.GENERATED_SETS:
+        for ref in games.generated_set(split):
+            found.append(BenchGame(ref.id, ref.task_type, ref.config))
+    else:
+        root = games.data_root(data_dir, split)
+        for i, path in enumerate(games.official_games(root)):
+            kind = games.task_type_of(path.parent) or "unknown"
+            found.append(BenchGame(f"alfworld/{split}/{i}", kind, {"split": split, "index": i,
+                                   **({"data_dir": data_dir} if data_dir else {})}))
+    chosen = [g for g in found if g.task_type in kinds]
+    if not chosen:
+        raise InvalidConfig(f"no ALFWorld games of type {', '.join(kinds)} in split {split!r}")
+    if limit is None or limit >= len(chosen):
+        return chosen
+    groups = {k: [g for g in chosen if g.task_type == k] for k in kinds}
+    picked: list[BenchGame] = []
+    while len(picked) < limit:
+        for k in kinds:
+            taken = sum(g.task_type == k for g in picked)
+            if len(picked) < limit and taken < len(groups[k]):
+                picked.append(groups[k][taken])
+    return sorted(picked, key=chosen.index)
+
+
+def prepare(selected: Sequence[BenchGame]) -> float:
+    """Generate (and validate) the generated games now; returns the seconds it took."""
+    from adapt.envs.alfworld import games
+
+    started = time.monotonic()
+    for game in selected:
+        if game.config.get("split") in games.GENERATED_SETS:
+            games.generated_game(game.config["split"], game.config["index"])
+    return time.monotonic() - started
+
+
+async def _run_one(model: BenchModel, strategy: str, d_max: int, game: BenchGame,
+                   config: RunConfig, price: PriceFn | None) -> ALFWorldTaskRecord:
+    from adapt.envs.alfworld import ALFWorld
+
+    env = ALFWorld()
+    try:
+        result = await run_task(env, game.config, config, model.executor, model.planner,
+                                price=price)
+        item = env.goal
+    finally:
+        env.close()
+    return ALFWorldTaskRecord(
+        id=game.id, item=item, depth=0, task_type=game.task_type, strategy=strategy,
+        model=model.label, d_max=d_max, status=result.status, reward=result.reward,
+        success=result.success, max_depth=result.max_depth, nodes=result.nodes,
+        usage=result.usage, usage_by_role=dict(sorted(result.usage_by_role.items())),
+        wall_seconds=result.wall_seconds, error=result.error,
+    )
+
+
+def _rate(n: int, d: int) -> float:
+    return n / d if d else 0.0
+
+
+def aggregate(records: Sequence[ALFWorldTaskRecord], *, model: ModelInfo, strategy: str,
+              d_max: int) -> ALFWorldEntry:
+    wins = [r for r in records if r.solved]
+    by_type = {}
+    for kind in TASK_TYPES:
+        of_kind = [r for r in records if r.task_type == kind]
+        if of_kind:
+            n = sum(r.solved for r in of_kind)
+            by_type[kind] = TypeStats(tasks=len(of_kind), successes=n,
+                                      success_rate=_rate(n, len(of_kind)))
+    cost: float | None = 0.0
+    for r in records:
+        cost = None if cost is None or r.usage.cost_usd is None else cost + r.usage.cost_usd
+    wall = sum(r.wall_seconds for r in records)
+    return ALFWorldEntry(
+        strategy=strategy, model=model.label, simulated=model.simulated, d_max=d_max,
+        tasks=len(records), successes=len(wins), success_rate=_rate(len(wins), len(records)),
+        self_assessed_success_rate=_rate(sum(r.success for r in records), len(records)),
+        by_type=by_type, llm_calls=sum(r.usage.llm_calls for r in records),
+        prompt_tokens=sum(r.usage.prompt_tokens for r in records),
+        completion_tokens=sum(r.usage.completion_tokens for r in records), cost_usd=cost,
+        wall_seconds=wall, mean_task_seconds=wall / len(records) if records else 0.0,
+        statuses=dict(sorted(Counter(r.status for r in records).items())),
+        errors=sum(r.status == "error" for r in records),
+    )
+
+
+async def run_alfworld_bench_async(
+    *,
+    split: str = "test",
+    task_types: str | Sequence[str] | None = None,
+    limit: int | None = None,
+    data_dir: str | None = None,
+    strategies: str | Sequence[str] = DEFAULT_STRATEGIES,
+    d_max: str | int | Sequence[int] = DEFAULT_D_MAX,
+    models: Sequence[BenchModel] | BenchModel,
+    concurrency: int = 4,
+    seed: int | None = 0,
+    base_config: RunConfig | None = None,
+    price: PriceFn | None = None,
+    on_result: ResultCallback | None = None,
+) -> ALFWorldBenchReport:
+    """Run every (model, strategy, d_max, game) and aggregate; see the module docstring."""
+    names = parse_strategies(strategies)
+    depths = parse_d_max(d_max)
+    bench_models = [models] if isinstance(models, BenchModel) else list(models)
+    if not bench_models:
+        raise InvalidConfig("no models to benchmark")
+    if concurrency < 1:
+        raise InvalidConfig(f"--concurrency must be at least 1, got {concurrency}")
+    selected = select_games(split, task_types, limit, data_dir)
+    generation = prepare(selected)
+    base = (base_config or RunConfig()).model_dump()
+    configs = {(s, d): RunConfig.model_validate({**base, "strategy": s, "d_max": d, "seed": seed})
+               for s in names for d in depths}
+    gate = asyncio.Semaphore(concurrency)
+    jobs = [(m, s, d, g) for m in bench_models for s in names for d in depths for g in selected]
+
+    async def run(job: tuple[BenchModel, str, int, BenchGame]) -> ALFWorldTaskRecord:
+        m, s, d, g = job
+        async with gate:
+            record = await _run_one(m, s, d, g, configs[s, d], price)
+        if on_result is not None:
+            on_result(record)
+        return record
+
+    started = time.monotonic()
+    records = list(await asyncio.gather(*(run(j) for j in jobs)))
+    elapsed = time.monotonic() - started
+    entries = []
+    i = 0
+    for m in bench_models:
+        for s in names:
+            for d in depths:
+                chunk = records[i : i + len(selected)]
+                i += len(selected)
+                entries.append(aggregate(chunk, model=m.info(), strategy=s, d_max=d))
+    counts = Counter(g.task_type for g in selected)
+    return ALFWorldBenchReport(
+        split=split, task_type=None if task_types is None else ",".join(
+            parse_task_types(task_types)),
+        limit=limit, seed=seed, concurrency=concurrency, strategies=names, d_max=depths,
+        models=[m.info() for m in bench_models], simulated=any(m.simulated for m in bench_models),
+        task_count=len(selected),
+        tasks_by_type={k: counts[k] for k in [*TASK_TYPES, "unknown"] if counts[k]},
+        elapsed_seconds=elapsed, generation_seconds=generation, entries=entries,
+        results=records,
+    )
+
+
+def run_alfworld_bench(**kwargs: Any) -> ALFWorldBenchReport:
+    """:func:`run_alfworld_bench_async` from synchronous code."""
+    return asyncio.run(run_alfworld_bench_async(**kwargs))
+
+
+# -- rendering --------------------------------------------------------------------------------
+def _pct(rate: float) -> str:
+    return f"{100 * rate:.1f}%"
+
+
+def table_rows(report: ALFWorldBenchReport) -> tuple[list[str], list[list[str]]]:
+    """Headers and rows: one row per (strategy, model, d_max), success per task type."""
+    kinds = [k for k in [*TASK_TYPES, "unknown"] if k in report.tasks_by_type]
+    headers = ["strategy", "model", "d_max", "tasks", "success",
+               *(f"{k} (n={report.tasks_by_type[k]})" for k in kinds),
+               "LLM calls", "tokens prompt/compl", "cost", "wall s"]
+    rows = []
+    for e in report.entries:
+        cells = [e.strategy, model_label(ModelInfo(label=e.model, executor="", planner="",
+                                                   simulated=e.simulated)),
+                 str(e.d_max), str(e.tasks), f"{_pct(e.success_rate)} ({e.successes})"]
+        for k in kinds:
+            s = e.by_type.get(k)
+            cells.append("–" if s is None else f"{_pct(s.success_rate)} ({s.successes}/{s.tasks})")
+        cells += [str(e.llm_calls), f"{e.prompt_tokens}/{e.completion_tokens}",
+                  "unknown" if e.cost_usd is None else f"${e.cost_usd:.4f}",
+                  f"{e.wall_seconds:.2f}"]
+        rows.append(cells)
+    return headers, rows
+
+
+def title(report: ALFWorldBenchReport) -> str:
+    sel = f"split {report.split}, {report.task_count} games"
+    if report.limit is not None:
+        sel += f" (limit {report.limit})"
+    return f"ALFWorld benchmark — {sel}, seed {report.seed}"
+
+
+def notes(report: ALFWorldBenchReport) -> list[str]:
+    out = ["success = environment reward > 0 (the goal holds), by task type as in the papers' "
+           f"tables; elapsed {report.elapsed_seconds:.2f} s at concurrency {report.concurrency}"
+           f", game generation {report.generation_seconds:.2f} s before the runs"]
+    if report.simulated:
+        out.append("SIMULATED model(s): numbers come from scripted or simulated models")
+    errors = sum(e.errors for e in report.entries)
+    if errors:
+        out.append(f"{errors} task run(s) ended with an error (see tasks.jsonl)")
+    return out
+
+
+def to_markdown(report: ALFWorldBenchReport) -> str:
+    headers, rows = table_rows(report)
+    return markdown_table(title(report), headers, rows, notes(report), left=("strategy", "model"))
+
+
+def print_alfworld_table(report: ALFWorldBenchReport, console: Any) -> None:
+    """The table on ``console``; not on a terminal (a pipe, a file), at its natural width."""
+    from rich.console import Console
+    from rich.measure import Measurement
+    from rich.table import Table
+
+    headers, rows = table_rows(report)
+    table = Table(title=title(report), title_justify="left")
+    for h in headers:
+        table.add_column(h, justify="left" if h in ("strategy", "model") else "right",
+                         overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    if not console.is_terminal:
+        wide = Console(file=console.file, width=10_000, color_system=None)
+        width = Measurement.get(wide, wide.options, table).maximum
+        console = Console(file=console.file, width=max(console.width, width), color_system=None)
+    console.print(table)
+    for note in notes(report):
+        console.print(note, style="dim", highlight=False)
+
+
+def write_alfworld_report(report: ALFWorldBenchReport, out_dir: Any) -> list[Any]:
+    """Write ``report.json``, ``report.md`` and ``tasks.jsonl`` into ``out_dir``."""
+    return write_outputs(out_dir, report_json=report.model_dump_json(indent=2) + "\n",
+                         markdown=to_markdown(report), records=report.results)
+
+
+__all__ = [
+    "ALFWorldBenchReport", "ALFWorldEntry", "ALFWorldTaskRecord", "BenchGame",
+    "print_alfworld_table", "run_alfworld_bench", "run_alfworld_bench_async", "select_games",
+    "write_alfworld_report",
+]

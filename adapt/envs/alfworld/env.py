@@ -1,0 +1,172 @@
+"""The ALFWorld environment: household tasks on ALFWorld's own engine (textworld + PDDL).
+
+Observations are ALFWorld's, word for word: the reset observation is the room and the task
+(``You are in the middle of a room. Looking quickly around you, you see a cabinet 1, ...`` and
+``Your task is to: put a clean mug in coffeemachine.``; the ``-= Welcome to TextWorld, ALFRED!
+=-`` banner is left out, as ReAct's and ADaPT's prompts do); a command the game cannot do
+gives ``Nothing happens.``. Reward 1 and ``done`` when the goal holds.
+
+Commands: ALFWorld's (``go to X``, ``open X``, ``close X``, ``take X from Y``, ``move X to Y``,
+``clean X with Y``, ``heat X with Y``, ``cool X with Y``, ``use X``, ``examine X``, ``look``,
+``inventory``); ``put X in/on Y`` works too (see :mod:`adapt.envs.alfworld.commands`).
+
+Context propagation (ADaPT's ALFWorld runs): ``salient_state`` is the last action that changed
+something and its observation (``> take mug 1 from countertop 2`` / ``You pick up the mug 1
+from the countertop 2.``), plus where the agent is and what it holds.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from pydantic import BaseModel, ValidationError
+
+from adapt.envs.alfworld.commands import DEFAULT_CUTOFF, near_miss, normalise
+from adapt.envs.alfworld.config import ALFWorldConfig
+from adapt.envs.alfworld.game import Game, task_sentence
+from adapt.envs.alfworld.games import resolve
+from adapt.envs.base import BaseEnvironment, StepResult
+from adapt.envs.registry import format_validation_errors
+from adapt.errors import InvalidConfig, UserError
+
+if TYPE_CHECKING:
+    from adapt.envs.alfworld.engine import Household
+
+logger = logging.getLogger(__name__)
+
+#: command verbs that change the household (the others only look)
+_ACTING = ("go to ", "open ", "close ", "take ", "move ", "clean ", "heat ", "cool ", "use ",
+           "slice ")
+_TASK_PREFIX = "Your task is to: "
+#: the observation of a command the game cannot do, and the banner of every intro (ALFWorld's)
+NOTHING_HAPPENS = "Nothing happens."
+WELCOME = "-= Welcome to TextWorld, ALFRED! =-"
+
+
+class ALFWorld(BaseEnvironment):
+    """ALFWorld (Shridhar et al., 2021) on the real ALFWorld engine, offline."""
+
+    name: ClassVar[str] = "alfworld"
+    description: ClassVar[str] = (
+        "ALFWorld household tasks on ALFWorld's own engine (textworld + PDDL): find, take, "
+        "clean, heat, cool and place objects, or look at one under a lamp. Games are generated "
+        "offline from ALFWorld's layouts (seed, or split dev/test), or official ALFWorld game "
+        "files (split valid_unseen with ALFWORLD_DATA, or game_path). Reward 1 when the goal holds."
+    )
+    config_model: ClassVar[type[BaseModel]] = ALFWorldConfig
+    default_max_steps: ClassVar[int] = 20
+    action_grammar: ClassVar[str] = (
+        "go to <receptacle>  (e.g. go to countertop 1)\n"
+        "open <receptacle> / close <receptacle>\n"
+        "take <object> from <receptacle>\n"
+        "move <object> to <receptacle>  (put <object> in/on <receptacle> also works)\n"
+        "clean <object> with <sinkbasin> / heat <object> with <microwave> / "
+        "cool <object> with <fridge>\n"
+        "use <lamp>  (turn a desklamp or floorlamp on)\n"
+        "examine <object or receptacle> / look / inventory"
+    )
+    prompt_package: ClassVar[str | None] = "adapt.envs.alfworld"
+    state_fields: ClassVar[tuple[str, ...]] = ("current location", "current inventory")
+
+    def __init__(self, *, cache: bool = True) -> None:
+        """``cache=False`` turns off the engine's caches (same behaviour, slower)."""
+        from adapt.envs.alfworld.engine import Household  # textworld: imported on first use
+
+        self._engine: Household = Household(cache=cache)
+        self._game: Game | None = None
+        self._config: ALFWorldConfig | None = None
+        self._room = ""
+        self._goal = ""
+        self._last: tuple[str, str] | None = None
+
+    # -- episode -------------------------------------------------------------------------------
+    def reset(self, **config: Any) -> str:
+        try:
+            cfg = ALFWorldConfig.model_validate(config)
+        except ValidationError as exc:
+            raise InvalidConfig(
+                f"alfworld: invalid environment_config: {format_validation_errors(exc)}"
+            ) from None
+        game = resolve(cfg)
+        self._engine.load(game.document())
+        intro = self._engine.reset()
+        observation = intro.replace(WELCOME, "", 1).strip()
+        self._game, self._config = game, cfg
+        self._goal = task_sentence(observation)
+        room, sep, _ = observation.partition(_TASK_PREFIX)
+        self._room = room.strip() if sep else observation
+        self._last = None
+        if not self._goal:
+            raise InvalidConfig(f"alfworld: the game {game.source} states no task "
+                                "('Your task is to: ...' is missing from its intro)")
+        return observation
+
+    def step(self, action: str) -> StepResult:
+        if self._game is None or self._config is None:
+            raise UserError("alfworld: call reset(seed=...) (or split=/game_path=) before step()")
+        command = normalise(action)
+        if command.startswith("think:"):
+            return StepResult("OK.")
+        info: dict[str, Any] = {}
+        if self._config.near_miss:
+            mapped = near_miss(command, self._engine.admissible_commands, DEFAULT_CUTOFF)
+            if mapped is not None:
+                info["mapped_to"] = mapped
+                command = mapped
+        observation, won = self._engine.step(command)
+        if observation != NOTHING_HAPPENS and command.startswith(_ACTING):
+            self._last = (command, observation)
+        if won:
+            info["success"] = True
+        return StepResult(observation, 1.0 if won else 0.0, won, info)
+
+    # -- protocol ------------------------------------------------------------------------------
+    @property
+    def goal(self) -> str:
+        return self._goal
+
+    def salient_state(self) -> str | None:
+        if self._last is None:
+            return None
+        action, observation = self._last
+        where = self._engine.location() or "the middle of the room"
+        held = ", ".join(self._engine.inventory()) or "nothing"
+        return (f"Context from earlier sub-tasks:\n> {action}\n{observation}\n"
+                f"current location: {where}\ncurrent inventory: {held}")
+
+    def task_observation(self, goal: str) -> str:
+        if self._game is None:
+            raise UserError("alfworld: call reset(...) before task_observation()")
+        text = " ".join(goal.split()).rstrip(".")
+        return f"{self._room}\n\n{_TASK_PREFIX}{text}."
+
+    def is_failure(self, observation: str) -> bool:
+        return observation.strip() == NOTHING_HAPPENS
+
+    def close(self) -> None:
+        self._engine.close()
+
+    # -- queries -------------------------------------------------------------------------------
+    def admissible_commands(self) -> list[str]:
+        """What can be done now, in ALFWorld's words (``move X to Y``), sorted."""
+        return self._engine.admissible_commands
+
+    def walkthrough(self) -> list[str]:
+        """The reference solution of the current game (the planner's, for generated games)."""
+        return list(self._require_game().walkthrough)
+
+    @property
+    def game(self) -> Game:
+        """The current game (after ``reset``)."""
+        return self._require_game()
+
+    @property
+    def task_type(self) -> str | None:
+        """``pick``, ``clean``, ``heat``, ``cool``, ``examine``, ``pick_two`` (None: unknown)."""
+        return self._require_game().task_type
+
+    def _require_game(self) -> Game:
+        if self._game is None:
+            raise UserError("alfworld: call reset(...) first")
+        return self._game

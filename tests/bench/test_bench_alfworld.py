@@ -1,0 +1,99 @@
+"""``adapt bench alfworld``: success by task type, with scripted models on generated games."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+pytest.importorskip("adapt.envs.alfworld", reason="needs the alfworld extra: "
+                    "pip install 'adapt[alfworld]'")
+
+from typer.testing import CliRunner
+
+from adapt.bench.alfworld import (
+    TASK_TYPES,
+    run_alfworld_bench,
+    select_games,
+    to_markdown,
+    write_alfworld_report,
+)
+from adapt.bench.textcraft import BenchModel
+from adapt.cli import app
+from adapt.envs.alfworld.games import generated_game
+from adapt.errors import InvalidConfig
+from adapt.llm.base import ChatRequest
+from adapt.llm.testing import FunctionModel
+
+_TASK = re.compile(r"Your task is to: (.+?)\.\n")
+
+
+def walkthrough_model(split: str, indices: list[int]) -> FunctionModel:
+    """Plays each game's walkthrough (the executor reads the task and its own trajectory)."""
+    plans: dict[str, list[str]] = {}
+    for i in indices:
+        game = generated_game(split, i)
+        sentence = re.search(r"Your task is to: (.+?)\.", game.grammar)
+        assert sentence is not None
+        plans[sentence.group(1)] = list(game.walkthrough)
+
+    def reply(request: ChatRequest) -> str:
+        prompt = request.as_prompt()
+        if request.role != "executor":
+            return "Step 1: do it\nExecution Order: (Step 1)"
+        *_, current = _TASK.finditer(prompt)
+        done = prompt[current.end():].count("\n> ") - 1
+        script = plans.get(current.group(1), [])
+        return script[done] if done < len(script) else "think: Task failed!"
+
+    return FunctionModel(reply, name="walkthrough")
+
+
+def give_up_model() -> FunctionModel:
+    def reply(request: ChatRequest) -> str:
+        if request.role == "planner":
+            return "Step 1: look around\nExecution Order: (Step 1)"
+        return "think: I cannot do this. Task failed!"
+
+    return FunctionModel(reply, name="gives-up")
+
+
+def test_games_are_selected_by_type_in_turn() -> None:
+    picked = select_games("test", limit=8)
+    assert [g.task_type for g in picked] == [*TASK_TYPES, "pick", "clean"]
+    assert [g.task_type for g in select_games("dev", "heat,cool")] == ["heat", "cool"] * 5
+    with pytest.raises(InvalidConfig, match="unknown task type 'juggle'"):
+        select_games("dev", "juggle")
+    with pytest.raises(InvalidConfig, match="unknown split"):
+        select_games("nope")
+
+
+@pytest.mark.slow
+def test_bench_reports_success_by_task_type(tmp_path: Path) -> None:
+    games = select_games("dev", limit=6)
+    oracle = walkthrough_model("dev", [int(g.config["index"]) for g in games])
+    report = run_alfworld_bench(split="dev", limit=6, strategies="adapt,react", d_max=2,
+                                models=[BenchModel(oracle, oracle),
+                                        BenchModel(give_up_model(), give_up_model())])
+    assert report.task_count == 6 and report.tasks_by_type == dict.fromkeys(TASK_TYPES, 1)
+    by = {(e.model, e.strategy): e for e in report.entries}
+    for strategy in ("adapt", "react"):
+        wins = by["walkthrough", strategy]
+        assert wins.success_rate == 1.0
+        assert {k: s.successes for k, s in wins.by_type.items()} == dict.fromkeys(TASK_TYPES, 1)
+        assert by["gives-up", strategy].success_rate == 0.0
+    assert by["gives-up", "adapt"].llm_calls > by["gives-up", "react"].llm_calls  # it planned
+    paths = write_alfworld_report(report, tmp_path)
+    assert [p.name for p in paths] == ["report.json", "report.md", "tasks.jsonl"]
+    data = json.loads(paths[0].read_text())
+    assert data["entries"][0]["by_type"]["clean"]["success_rate"] == 1.0
+    assert "| clean (n=1) |" in to_markdown(report)
+    assert len(paths[2].read_text().splitlines()) == 6 * 2 * 2
+
+
+def test_the_command_fails_clearly_on_bad_options() -> None:
+    out = CliRunner().invoke(app, ["bench", "alfworld", "--task-type", "juggle"])
+    assert out.exit_code == 2 and "unknown task type 'juggle'" in out.output
+    assert "Traceback" not in out.output
