@@ -30,6 +30,17 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+def _read_spec(value: str) -> str:
+    """``--spec``: a built-in agent's name, or the path of a spec file (its text)."""
+    path = Path(value)
+    if path.suffix in (".lisp", ".sexp", ".yaml", ".yml") or path.is_file():
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UserError(f"cannot read the spec file {value!r}: {exc.strerror}") from None
+    return value
+
+
 @app.command()
 def run(
     goal: Annotated[str | None, typer.Argument(help="Goal; default: the environment's.")] = None,
@@ -47,9 +58,15 @@ def run(
     executor_model: Annotated[str | None, typer.Option("--executor-model")] = None,
     planner_model: Annotated[str | None, typer.Option("--planner-model")] = None,
     executor: Annotated[str, typer.Option(
-        "--executor", help="Executor design: react | stateact | stateflow.")] = "react",
+        "--executor", help="Executor design: react | stateact | stateflow | spec.")] = "react",
+    spec: Annotated[str | None, typer.Option(
+        "--spec", help="For --executor spec: a built-in agent (react, rewoo, reflexion, cot, "
+        "direct, pass) or a spec file (s-expression or YAML).")] = None,
     max_steps: Annotated[int | None, typer.Option("--max-steps", min=1,
                                                   help="Executor LLM calls per run.")] = None,
+    monitor: Annotated[bool, typer.Option(
+        "--monitor/--no-monitor",
+        help="The decoding monitor on the executor's and planner's output.")] = True,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole tree as JSON.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
@@ -64,7 +81,9 @@ def run(
         settings = get_settings()
         env_config = parse_config_json(config)
         run_config = RunConfig(strategy=strategy, d_max=d_max,
-                               executor={"kind": executor, "max_steps": max_steps})
+                               executor={"kind": executor, "max_steps": max_steps,
+                                         **({"spec": _read_spec(spec)} if spec else {})},
+                               monitor={"enabled": monitor})
         models = load_models(settings, model=model, executor_model=executor_model,
                              planner_model=planner_model)
     except ValidationError as exc:
@@ -291,6 +310,10 @@ def worker(
 from adapt.bench.cli import bench_app  # noqa: E402 (the `adapt bench` commands)
 
 app.add_typer(bench_app, name="bench")
+
+from adapt.cli_llm import llm_app  # noqa: E402 (the `adapt llm` commands)
+
+app.add_typer(llm_app, name="llm")
 
 
 def main() -> None:

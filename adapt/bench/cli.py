@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 from pydantic import ValidationError
@@ -12,8 +12,38 @@ from rich.console import Console
 from adapt.cli_support import err, fail, setup_logging, validation_message
 from adapt.errors import UserError
 
+if TYPE_CHECKING:
+    from adapt.bench.textcraft import BenchModel
+    from adapt.engine.run import PriceFn
+
 bench_app = typer.Typer(help="Benchmarks: success rates, decomposition depth, calls, cost.",
                         no_args_is_help=True)
+
+
+def load_bench_models(model: list[str] | None, executor_model: str | None,
+                      planner_model: str | None) -> tuple[list[BenchModel], PriceFn]:
+    """The models to compare (one per ``--model``; the settings' default without one) and the
+    pricing function. Raises ``UserError`` / ``ValidationError`` for bad specs or settings."""
+    from adapt.bench.textcraft import BenchModel
+    from adapt.llm.base import Usage
+    from adapt.llm.pricing import Pricing
+    from adapt.runlocal import load_models
+    from adapt.settings import get_settings
+
+    settings = get_settings()
+    pricing = Pricing.from_setting(settings.pricing)
+    bench_models: list[BenchModel] = []
+    for spec in list(model) if model else [None]:
+        loaded = load_models(settings, model=spec, executor_model=executor_model,
+                             planner_model=planner_model)
+        if loaded.notice:
+            err.print(f"[yellow]note:[/] {loaded.notice}")
+        bench_models.append(BenchModel(loaded.executor, loaded.planner))
+
+    def price(name: str, usage: Usage, simulated: bool) -> float | None:
+        return pricing.cost(name, usage, simulated=simulated)
+
+    return bench_models, price
 
 
 @bench_app.command("textcraft")
@@ -39,11 +69,20 @@ def bench_textcraft(
         help="Comma-separated executor designs to compare, e.g. react,stateact.")] = "react",
     concurrency: Annotated[int, typer.Option(min=1, help="Task runs at once.")] = 8,
     seed: Annotated[int, typer.Option(help="RunConfig.seed for every run.")] = 0,
+    prompts: Annotated[str, typer.Option(
+        help="TextCraft prompt set: default | small (short few-shot prompts for small local "
+        "models such as local:smollm2).")] = "default",
+    planner_max_tokens: Annotated[int | None, typer.Option(
+        "--planner-max-tokens", min=1, help="Completion limit per planner call (default: the "
+        "engine's, 512); small local models that run on past their plan need less.")] = None,
     out: Annotated[Path | None, typer.Option(
         help="Write report.json, report.md, tasks.jsonl (and the PNGs) here.")] = None,
     plot: Annotated[bool, typer.Option(help="Write PNG plots into --out (needs matplotlib).")] = (
         False
     ),
+    monitor: Annotated[bool, typer.Option(
+        "--monitor/--no-monitor",
+        help="The decoding monitor on the executor's and planner's output (default on).")] = True,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Benchmark strategies on TextCraft (the paper's tables 4 and 7, figure 4).
@@ -61,16 +100,12 @@ def bench_textcraft(
 
     from adapt.bench.report import TaskRecord, print_table, write_report
     from adapt.bench.textcraft import (
-        BenchModel,
         parse_d_max,
         parse_strategies,
         run_bench,
         select_tasks,
     )
-    from adapt.llm.base import Usage
-    from adapt.llm.pricing import Pricing
-    from adapt.runlocal import load_models
-    from adapt.settings import get_settings
+    from adapt.engine import RunConfig
 
     setup_logging(verbose)
     if plot and out is None:
@@ -79,27 +114,15 @@ def bench_textcraft(
         names = parse_strategies(strategies)
         depths = parse_d_max(d_max)
         selected = select_tasks(split, depth, limit)
-        settings = get_settings()
-        pricing = Pricing.from_setting(settings.pricing)
         if plot:
             from adapt.bench.plots import require_matplotlib
 
             require_matplotlib()  # fail now, not after the run, when matplotlib is missing
-        bench_models: list[BenchModel] = []
-        specs: list[str | None] = list(model) if model else [None]
-        for spec in specs:
-            loaded = load_models(settings, model=spec, executor_model=executor_model,
-                                 planner_model=planner_model)
-            if loaded.notice:
-                err.print(f"[yellow]note:[/] {loaded.notice}")
-            bench_models.append(BenchModel(loaded.executor, loaded.planner))
+        bench_models, price = load_bench_models(model, executor_model, planner_model)
     except ValidationError as exc:
         fail(validation_message(exc))
     except UserError as exc:
         fail(str(exc))
-
-    def price(name: str, usage: Usage, simulated: bool) -> float | None:
-        return pricing.cost(name, usage, simulated=simulated)
 
     total = len(selected) * len(names) * len(depths) * len(bench_models)
     done = wins = tokens = 0
@@ -122,7 +145,11 @@ def bench_textcraft(
             report = run_bench(
                 split=split, depth=depth, limit=limit, strategies=names, d_max=depths,
                 models=bench_models, concurrency=concurrency, seed=seed, price=price,
-                on_result=on_result, executor_kind=executors,
+                on_result=on_result, executor_kind=executors, prompts=prompts,
+                base_config=RunConfig.model_validate(
+                    {"monitor": {"enabled": monitor},
+                     **({} if planner_max_tokens is None
+                        else {"planner": {"max_tokens": planner_max_tokens}})}),
             )
     except UserError as exc:
         fail(str(exc))
@@ -231,3 +258,164 @@ def bench_sql(
         err.print("wrote " + ", ".join(str(p) for p in paths))
 
 
+
+
+@bench_app.command("monitor")
+def bench_monitor(
+    model: Annotated[str, typer.Option(
+        help="A sim:textcraft spec; its format_error_rate is set per run.")] = (
+        "sim:textcraft?capability=1&error_rate=0.1&seed=7"),
+    format_error_rates: Annotated[str, typer.Option(
+        "--format-error-rates", help="Comma-separated format error rates to compare.")] = (
+        "0,0.1,0.2,0.3"),
+    strategies: Annotated[str, typer.Option(help="Comma-separated strategies.")] = "adapt",
+    d_max: Annotated[int, typer.Option("--d-max", min=1, max=8)] = 4,
+    split: Annotated[str, typer.Option(help="Task split: dev | test | all.")] = "test",
+    limit: Annotated[int | None, typer.Option(min=1, help="At most N tasks.")] = None,
+    concurrency: Annotated[int, typer.Option(min=1)] = 8,
+    out: Annotated[Path | None, typer.Option(
+        help="Write report.json, report.md and tasks.jsonl here.")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """How many nodes the decoding monitor saves when the model's output is malformed.
+
+    Runs each strategy on the same TextCraft tasks with the monitor off and on, for each
+    format error rate of the simulated model. Offline; about 20 s for the test split.
+    """
+    import asyncio
+
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+    from rich.table import Table
+
+    from adapt.bench.monitor import (
+        noisy_spec,
+        parse_rates,
+        run_monitor_bench,
+        table,
+        to_markdown,
+    )
+    from adapt.bench.report import TaskRecord, write_outputs
+    from adapt.bench.textcraft import parse_strategies, select_tasks
+
+    setup_logging(verbose)
+    try:
+        names = parse_strategies(strategies)
+        rates = parse_rates(format_error_rates)
+        noisy_spec(model, 0.0)
+        tasks = select_tasks(split, None, limit)
+    except UserError as exc:
+        fail(str(exc))
+    progress = Progress(TextColumn("[bold]monitor"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=err)
+    bar = progress.add_task("bench", total=len(tasks) * len(names) * len(rates) * 2)
+
+    def on_result(record: TaskRecord) -> None:
+        progress.update(bar, advance=1)
+
+    try:
+        with progress:
+            bench = asyncio.run(run_monitor_bench(
+                model=model, rates=rates, strategies=names, d_max=d_max, split=split,
+                limit=limit, concurrency=concurrency, on_result=on_result))
+    except UserError as exc:
+        fail(str(exc))
+    headers, rows = table(bench)
+    grid = Table(title=f"Decoding monitor: {bench.task_count} {split} tasks, d_max {d_max}")
+    for h in headers:
+        grid.add_column(h, justify="left" if h == "strategy" else "right")
+    for row in rows:
+        grid.add_row(*row)
+    Console().print(grid)
+    if out is not None:
+        paths = write_outputs(out, report_json=bench.model_dump_json(indent=2),
+                              markdown=to_markdown(bench), records=bench.rows)
+        err.print("wrote " + ", ".join(str(p) for p in paths))
+
+
+@bench_app.command("alfworld")
+def bench_alfworld(
+    split: Annotated[str, typer.Option(
+        help="Games: dev | test (generated, offline) or train | valid_seen | valid_unseen (the "
+        "official ALFWorld games; need --data-dir or ALFWORLD_DATA).")] = "test",
+    task_type: Annotated[str | None, typer.Option(
+        "--task-type", help="Comma-separated task types (pick, clean, heat, cool, examine, "
+        "pick_two); default: all.")] = None,
+    limit: Annotated[int | None, typer.Option(
+        min=1, help="At most N games, taking the task types in turn.")] = None,
+    data_dir: Annotated[str | None, typer.Option(
+        "--data-dir", help="ALFWorld's data folder (holding json_2.1.1/) for official "
+        "splits; default $ALFWORLD_DATA.")] = None,
+    strategies: Annotated[str, typer.Option(
+        help="Comma-separated strategy names, e.g. adapt,react.")] = "adapt,react",
+    d_max: Annotated[str, typer.Option("--d-max", help="Maximum decomposition depth, or a "
+                                       "comma-separated list (e.g. 1,2,3).")] = "3",
+    model: Annotated[list[str] | None, typer.Option(
+        help="Model spec for both roles; repeat to compare models side by side. Default: the "
+        "settings' default.")] = None,
+    executor_model: Annotated[str | None, typer.Option("--executor-model")] = None,
+    planner_model: Annotated[str | None, typer.Option("--planner-model")] = None,
+    concurrency: Annotated[int, typer.Option(min=1, help="Task runs at once.")] = 4,
+    seed: Annotated[int, typer.Option(help="RunConfig.seed for every run.")] = 0,
+    out: Annotated[Path | None, typer.Option(
+        help="Write report.json, report.md and tasks.jsonl here.")] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Benchmark strategies on ALFWorld: success by task type (ADaPT table 2).
+
+    Needs the alfworld extra (pip install 'adapt[alfworld]'). Example: adapt bench alfworld
+    --split test --limit 30 --model 'openai:llama3@http://127.0.0.1:11434/v1' --out runs/alf
+    """
+    from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+    from adapt.bench.textcraft import parse_d_max, parse_strategies
+    from adapt.envs.alfworld.extra import missing_modules
+
+    setup_logging(verbose)
+    missing = missing_modules()
+    if missing:
+        fail(f"the alfworld extra is not installed ({', '.join(missing)} missing): "
+             "pip install 'adapt[alfworld]'")
+    from adapt.bench.alfworld import (
+        ALFWorldTaskRecord,
+        print_alfworld_table,
+        run_alfworld_bench,
+        select_games,
+        write_alfworld_report,
+    )
+
+    try:
+        names = parse_strategies(strategies)
+        depths = parse_d_max(d_max)
+        selected = select_games(split, task_type, limit, data_dir)
+        bench_models, price = load_bench_models(model, executor_model, planner_model)
+    except ValidationError as exc:
+        fail(validation_message(exc))
+    except UserError as exc:
+        fail(str(exc))
+
+    total = len(selected) * len(names) * len(depths) * len(bench_models)
+    done = wins = 0
+    progress = Progress(TextColumn("[bold]alfworld"), BarColumn(), MofNCompleteColumn(),
+                        TextColumn("success {task.fields[rate]}"), TimeElapsedColumn(),
+                        console=err)
+    bar = progress.add_task("bench", total=total, rate="–")
+
+    def on_result(record: ALFWorldTaskRecord) -> None:
+        nonlocal done, wins
+        done += 1
+        wins += record.solved
+        progress.update(bar, advance=1, rate=f"{100 * wins / done:.1f}%")
+
+    err.print(f"generating and validating {len(selected)} games (cached per process)...")
+    try:
+        with progress:
+            report = run_alfworld_bench(
+                split=split, task_types=task_type, limit=limit, data_dir=data_dir,
+                strategies=names, d_max=depths, models=bench_models, concurrency=concurrency,
+                seed=seed, price=price, on_result=on_result)
+    except UserError as exc:
+        fail(str(exc))
+    print_alfworld_table(report, Console())
+    if out is not None:
+        paths = write_alfworld_report(report, out)
+        err.print("wrote " + ", ".join(str(p) for p in paths))

@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
-from adapt.engine.tree import UsageTotals
+from adapt.engine.tree import MonitorTotals, UsageTotals
 
 #: keys of the JSON entries that vary from run to run (wall-clock time)
 TIMING_KEYS = frozenset({"wall_seconds", "elapsed_seconds", "mean_task_seconds"})
@@ -44,6 +44,8 @@ class TaskRecord(BaseModel):
     usage_by_role: dict[str, UsageTotals] = Field(default_factory=dict)
     wall_seconds: float
     error: str | None = None
+    #: what the decoding monitor did in this run (validations, violations, corrections)
+    monitor: MonitorTotals = Field(default_factory=MonitorTotals)
 
     @property
     def solved(self) -> bool:
@@ -283,6 +285,9 @@ def title(report: BenchReport) -> str:
     sel += f", {report.task_count} tasks"
     if report.limit is not None:
         sel += f" (limit {report.limit})"
+    prompts = getattr(report, "prompts", "default")
+    if prompts != "default":
+        sel += f", {prompts} prompts"
     return f"TextCraft benchmark — {sel}, seed {report.seed}"
 
 

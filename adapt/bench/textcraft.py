@@ -39,7 +39,7 @@ from adapt.bench.report import BenchEntry, BenchReport, ModelInfo, TaskRecord, a
 from adapt.engine import RunConfig, available_strategies, run_task
 from adapt.engine.config import ExecutorConfig
 from adapt.engine.run import PriceFn
-from adapt.envs.textcraft import TextCraft
+from adapt.envs.textcraft import TextCraft, TextCraftConfig
 from adapt.envs.textcraft.tasks import Task, tasks
 from adapt.errors import InvalidConfig
 from adapt.llm.base import ChatModel
@@ -52,6 +52,8 @@ DEFAULT_EXECUTOR = "react"
 #: the executor designs ``RunConfig.executor.kind`` accepts
 EXECUTOR_KINDS: tuple[str, ...] = get_args(ExecutorConfig.model_fields["kind"].annotation)
 D_MAX_RANGE = (1, 8)  # RunConfig.d_max bounds
+#: the TextCraft prompt sets (``TextCraftConfig.prompts``; ``small`` suits small local models)
+PROMPT_SETS: tuple[str, ...] = get_args(TextCraftConfig.model_fields["prompts"].annotation)
 
 ResultCallback = Callable[[TaskRecord], None]
 
@@ -78,6 +80,8 @@ class ExecutorBenchReport(BenchReport):
     """
 
     executors: list[str] = Field(default_factory=lambda: [DEFAULT_EXECUTOR])
+    #: the TextCraft prompt set every task ran with (omitted from JSON when ``default``)
+    prompts: str = "default"
     entries: list[ExecutorBenchEntry]  # type: ignore[assignment]  # a narrower entry type
     results: list[ExecutorTaskRecord] = Field(  # type: ignore[assignment]
         default_factory=list, exclude=True)
@@ -90,6 +94,8 @@ class ExecutorBenchReport(BenchReport):
             data.pop("executors", None)
             for entry in data.get("entries", ()):
                 entry.pop("executor", None)
+        if self.prompts == "default":
+            data.pop("prompts", None)
         return data
 
 
@@ -220,11 +226,12 @@ class _Job:
     task: Task
 
 
-async def _run_one(job: _Job, config: RunConfig, price: PriceFn | None) -> ExecutorTaskRecord:
+async def _run_one(job: _Job, config: RunConfig, price: PriceFn | None,
+                   env_extra: dict[str, Any]) -> ExecutorTaskRecord:
     env = TextCraft()
     try:
-        result = await run_task(env, job.task.config, config, job.model.executor,
-                                job.model.planner, price=price)
+        result = await run_task(env, {**job.task.config, **env_extra}, config,
+                                job.model.executor, job.model.planner, price=price)
     finally:
         env.close()
     return ExecutorTaskRecord(
@@ -233,6 +240,7 @@ async def _run_one(job: _Job, config: RunConfig, price: PriceFn | None) -> Execu
         success=result.success, max_depth=result.max_depth, nodes=result.nodes,
         usage=result.usage, usage_by_role=dict(sorted(result.usage_by_role.items())),
         wall_seconds=result.wall_seconds, error=result.error, executor=job.executor,
+        monitor=result.monitor,
     )
 
 
@@ -265,9 +273,14 @@ async def run_bench_async(
     task_list: Sequence[Task] | None = None,
     on_result: ResultCallback | None = None,
     executor_kind: str | Sequence[str] = DEFAULT_EXECUTOR,
+    prompts: str = "default",
 ) -> ExecutorBenchReport:
     """Run every (model, strategy, d_max, executor, task) and aggregate; see :func:`run_bench`."""
     names = parse_strategies(strategies)
+    if prompts not in PROMPT_SETS:
+        raise InvalidConfig(f"unknown prompt set {prompts!r}; use one of: "
+                            f"{', '.join(PROMPT_SETS)}")
+    env_extra: dict[str, Any] = {} if prompts == "default" else {"prompts": prompts}
     depths = parse_d_max(d_max)
     kinds = parse_executor_kinds(executor_kind)
     bench_models = _as_models(models)
@@ -291,7 +304,8 @@ async def run_bench_async(
 
     async def run(job: _Job) -> ExecutorTaskRecord:
         async with gate:
-            record = await _run_one(job, configs[job.strategy, job.d_max, job.executor], price)
+            record = await _run_one(job, configs[job.strategy, job.d_max, job.executor], price,
+                                    env_extra)
         if on_result is not None:
             on_result(record)
         return record
@@ -323,6 +337,7 @@ async def run_bench_async(
         concurrency=concurrency,
         strategies=names,
         executors=kinds,
+        prompts=prompts,
         d_max=depths,
         models=[m.info() for m in bench_models],
         simulated=any(m.simulated for m in bench_models),
@@ -349,6 +364,7 @@ def run_bench(
     task_list: Sequence[Task] | None = None,
     on_result: ResultCallback | None = None,
     executor_kind: str | Sequence[str] = DEFAULT_EXECUTOR,
+    prompts: str = "default",
 ) -> ExecutorBenchReport:
     """Benchmark ``strategies`` x ``models`` x ``d_max`` x executors on TextCraft tasks.
 
@@ -360,7 +376,8 @@ def run_bench(
     (model, strategy, d_max, executor, task) and does not depend on completion order.
     ``executor_kind``: the executor design(s) every strategy runs with (``RunConfig.executor
     .kind``): one kind or several (``"react,stateact"``); each entry and record says which
-    (key ``executor``).
+    (key ``executor``). ``prompts``: the TextCraft prompt set (``default`` or ``small``, the
+    short few-shot prompts for small local models such as ``local:smollm2``).
 
     Raises :class:`~adapt.errors.UserError` for unknown strategies, bad d_max values, an
     unknown split or an empty selection, before anything runs.
@@ -369,6 +386,7 @@ def run_bench(
         split=split, depth=depth, limit=limit, strategies=strategies, d_max=d_max,
         models=models, concurrency=concurrency, seed=seed, base_config=base_config,
         price=price, task_list=task_list, on_result=on_result, executor_kind=executor_kind,
+        prompts=prompts,
     ))
 
 

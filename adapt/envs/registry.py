@@ -36,6 +36,10 @@ ENTRY_POINT_GROUP = "adapt.environments"
 BUILTINS: dict[str, str] = {
     "textcraft": "adapt.envs.textcraft:TextCraft",
     "intercode_sql": "adapt.envs.intercode_sql:InterCodeSQL",
+    "calculator": "adapt.envs.calculator:Calculator",
+    # optional extra ``alfworld``: without it the import fails and the entry is left out with a
+    # warning that says how to install it
+    "alfworld": "adapt.envs.alfworld:ALFWorld",
 }
 
 #: what a class needs to be taken as an environment (the ``Environment`` protocol's members)

@@ -81,14 +81,19 @@ class Pricing:
         return self._table[best] if best is not None else None
 
     def cost(self, model_name: str, usage: Usage, *, simulated: bool = False) -> float | None:
-        """Dollars for one call; ``0.0`` when simulated, ``None`` for an unknown model."""
-        if simulated:
+        """Dollars for one call; ``0.0`` when simulated or run in process (``local:``),
+        ``None`` for an unknown model."""
+        if simulated or model_name.startswith(LOCAL_PREFIX):
             return 0.0
         price = self.price(model_name)
         if price is None:
             return None
         prompt, completion = price
         return (usage.prompt_tokens * prompt + usage.completion_tokens * completion) / 1_000_000
+
+
+#: models run in this process (``local:smollm2``) cost nothing per call
+LOCAL_PREFIX = "local:"
 
 
 def parse_price_overrides(text: str | None) -> dict[str, Price]:

@@ -5,6 +5,7 @@ Grammar::
     openai:<model>[@<base_url>]              chat completions (e.g. openai:gpt-4o-mini)
     openai-completions:<model>[@<base_url>]  legacy completions
     sim:<name>[?knob=value&...]              the in-process simulator (adapt.sim.from_spec)
+    local:<name-or-.gguf>[?n_ctx=N&threads=N&seed=N]  a GGUF model in-process (llama.cpp)
 
 The model itself may contain ``:``, ``?`` and ``@`` (``openai:sim:textcraft?capability=1``), so
 the base URL is split off at the **last** ``@http`` (``@http://`` or ``@https://``; anything
@@ -21,6 +22,7 @@ from pydantic import BaseModel, ConfigDict
 
 from adapt.errors import ModelSpecError
 from adapt.llm.base import ChatModel
+from adapt.llm.local import LocalLlamaModel, parse_local_spec
 from adapt.llm.openai_backend import (
     ClientPool,
     OpenAIChatModel,
@@ -30,12 +32,13 @@ from adapt.llm.openai_backend import (
 
 logger = logging.getLogger(__name__)
 
-Backend = Literal["openai", "openai-completions", "sim"]
+Backend = Literal["openai", "openai-completions", "sim", "local"]
 
 BACKENDS: dict[str, str] = {
     "openai": "openai:gpt-4o-mini, openai:llama3@http://127.0.0.1:11434/v1",
     "openai-completions": "openai-completions:gpt-3.5-turbo-instruct",
     "sim": "sim:textcraft?capability=1",
+    "local": "local:smollm2?n_ctx=4096&threads=2",
 }
 
 
@@ -92,6 +95,16 @@ def parse_model_spec(spec: str) -> ModelSpec:
                 f"simulator over HTTP use 'openai:sim:{model}@{base_url}'"
             )
         return ModelSpec(backend="sim", model=rest.strip())
+    if backend == "local":
+        model, base_url = _split_base_url(rest)
+        if base_url is not None:
+            raise ModelSpecError(
+                f"{text!r}: local: models run in-process and take no base_url; to use a "
+                f"model served by `adapt llm serve` write "
+                f"'openai-completions:smollm2@{base_url}'"
+            )
+        parse_local_spec(rest)  # options are checked now; the weights only when loaded
+        return ModelSpec(backend="local", model=rest.strip())
     model, base_url = _split_base_url(rest)
     model = model.strip()
     if not model:
@@ -136,6 +149,8 @@ def load_model(
         from adapt.sim import from_spec  # lazy: real-model users never load the simulator
 
         return from_spec(str(parsed))
+    if parsed.backend == "local":
+        return LocalLlamaModel.from_spec(parsed.model)
     cls = OpenAIChatModel if parsed.backend == "openai" else OpenAICompletionModel
     logger.debug("loading %s", parsed)
     return cls(

@@ -116,3 +116,12 @@ def test_parse_overrides_errors(text: str, needle: str) -> None:
 def test_from_setting() -> None:
     pricing = Pricing.from_setting('{"local-llama": [0, 0]}')
     assert pricing.cost("local-llama", MILLION) == 0.0
+
+
+def test_a_model_run_in_process_costs_nothing() -> None:
+    from adapt.llm.base import Usage
+    from adapt.llm.pricing import cost
+
+    usage = Usage(prompt_tokens=1000, completion_tokens=10)
+    assert cost("local:smollm2", usage) == 0.0
+    assert cost("smollm2", usage) is None  # served over HTTP: unknown unless priced

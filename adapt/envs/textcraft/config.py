@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field, model_validator
 
 
@@ -46,6 +48,15 @@ class TextCraftConfig(BaseModel):
                 "craft 2 diorite using 2 cobblestone, 2 quartz",
             ]
         ],
+    )
+
+    prompts: Literal["default", "small"] = Field(
+        default="default",
+        description=(
+            "Prompt set: 'default' (the paper's few-shot prompts) or 'small' (shorter few-shot "
+            "prompts for small completion models such as local:smollm2)."
+        ),
+        examples=["default", "small"],
     )
 
     @model_validator(mode="after")

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import logging
 import re
+from importlib import resources
 from typing import Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
@@ -73,6 +74,7 @@ class TextCraft(BaseEnvironment):
         self._game: Game | None = None
         self._extra: dict[str, tuple[Recipe, ...]] = {}
         self._inventory: dict[str, int] = {}
+        self._prompts = "default"
 
     # -- episode -------------------------------------------------------------------------------
     def reset(self, **config: Any) -> str:
@@ -98,6 +100,7 @@ class TextCraft(BaseEnvironment):
         self._game = game
         self._extra = {k: tuple(v) for k, v in extra.items()}
         self._inventory = {}
+        self._prompts = cfg.prompts
         return game.observation()
 
     def step(self, action: str) -> StepResult:
@@ -178,6 +181,16 @@ class TextCraft(BaseEnvironment):
         return self._game
 
     # -- protocol ------------------------------------------------------------------------------
+    def prompt_template(self, kind: str) -> str:
+        """``prompts/<kind>.txt``; with ``prompts="small"`` in the config, ``prompts/small/
+        <kind>.txt`` where there is one (the other kinds keep the default template)."""
+        if self._prompts != "default":
+            path = resources.files(self.prompt_package or "adapt.envs.textcraft").joinpath(
+                "prompts", self._prompts, f"{kind}.txt")
+            if path.is_file():
+                return path.read_text(encoding="utf-8")
+        return super().prompt_template(kind)
+
     @property
     def goal(self) -> str:
         return "" if self._game is None else self._game.goal_text
