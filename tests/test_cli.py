@@ -78,3 +78,20 @@ def test_bad_model_spec() -> None:
 def test_error_messages_keep_square_brackets() -> None:
     out = adapt("run", "--config", '{"seed": 5, "[x]": 1}')
     assert out.returncode == 2 and "[x]" in out.stderr
+
+
+def test_bench_alfworld_without_the_extra_says_how_to_install_it() -> None:
+    """With the extra missing (simulated here), a clean exit 2 naming the install command."""
+    code = (
+        "import importlib.util, sys\n"
+        "real = importlib.util.find_spec\n"
+        "importlib.util.find_spec = lambda n, *a: None if n == 'textworld' else real(n, *a)\n"
+        "from adapt.cli import main\n"
+        "sys.argv = ['adapt', 'bench', 'alfworld', '--limit', '1']\n"
+        "main()\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env={**os.environ, "COLUMNS": "300"})
+    assert out.returncode == 2, out.stderr
+    assert "Traceback" not in out.stderr
+    assert "not installed: textworld" in out.stderr and '.[alfworld]"' in out.stderr

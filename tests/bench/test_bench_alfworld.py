@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("adapt.envs.alfworld", reason="needs the alfworld extra: "
-                    "pip install 'adapt[alfworld]'")
+                    "pip install -e '.[alfworld]'")
 
 from typer.testing import CliRunner
 

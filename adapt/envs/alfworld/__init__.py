@@ -1,4 +1,4 @@
-"""ALFWorld on the real ALFWorld engine, offline (optional extra: ``pip install 'adapt[alfworld]'``).
+"""ALFWorld on the real ALFWorld engine, offline (optional extra: ``pip install -e ".[alfworld]"``).
 
 >>> from adapt.envs.alfworld import ALFWorld
 >>> env = ALFWorld()

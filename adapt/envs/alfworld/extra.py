@@ -5,7 +5,9 @@ from __future__ import annotations
 from importlib.util import find_spec
 
 #: the command that installs the extra (Fast Downward compiles from source, a few minutes)
-INSTALL_HINT = "pip install 'adapt[alfworld]'  (alfworld==0.4.2 and textworld[pddl])"
+INSTALL_HINT = ('PATH="$VIRTUAL_ENV/bin:$PATH" pip install -e ".[alfworld]" (alfworld==0.4.2 and '
+                "textworld[pddl]; Fast Downward's build runs `python`, so the virtualenv's must "
+                "come first on PATH)")
 #: top-level modules of the extra: alfworld, textworld, Fast Downward (textworld[pddl]), TatSu
 MODULES = ("alfworld", "textworld", "fast_downward", "tatsu")
 
@@ -15,8 +17,8 @@ class MissingExtra(ImportError):
 
     def __init__(self, missing: str) -> None:
         super().__init__(
-            f"the ALFWorld environment needs the optional extra 'alfworld' ({missing} is not "
-            f"installed): {INSTALL_HINT}"
+            f"the ALFWorld environment needs the optional extra 'alfworld' (not installed: "
+            f"{missing}): {INSTALL_HINT}"
         )
 
 

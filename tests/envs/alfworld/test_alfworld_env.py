@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("adapt.envs.alfworld", reason="needs the alfworld extra: "
-                    "pip install 'adapt[alfworld]'")
+                    "pip install -e '.[alfworld]'")
 
 from adapt.envs import registry
 from adapt.envs.alfworld import ALFWorld, generate, generated_set
@@ -272,4 +272,4 @@ def test_without_the_extra_the_registry_warns_and_leaves_alfworld_out() -> None:
     assert "'textcraft'" in listed and "'alfworld'" not in listed
     warning = "\n".join(warnings)
     assert "WARNING" in warning and "environment 'alfworld'" in warning
-    assert "pip install 'adapt[alfworld]'" in warning and "textworld is not installed" in warning
+    assert 'pip install -e ".[alfworld]"' in warning and "not installed: textworld" in warning

@@ -8,7 +8,7 @@ import string
 import pytest
 
 pytest.importorskip("adapt.envs.alfworld", reason="needs the alfworld extra: "
-                    "pip install 'adapt[alfworld]'")
+                    "pip install -e '.[alfworld]'")
 
 from adapt.engine.plan_parse import parse_plan
 from adapt.envs.alfworld import ALFWorld

@@ -9,7 +9,7 @@ import httpx
 import pytest
 
 pytest.importorskip("adapt.envs.alfworld", reason="needs the alfworld extra: "
-                    "pip install 'adapt[alfworld]'")
+                    "pip install -e '.[alfworld]'")
 pytest.importorskip("workers.dispatchers")
 
 from adapt.llm.base import ChatRequest
