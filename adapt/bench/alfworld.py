@@ -28,7 +28,9 @@ from typing import Any
 from pydantic import BaseModel, Field
 
 from adapt.bench.report import (
+    EntryBase,
     ModelInfo,
+    ReportBase,
     TaskRecord,
     markdown_table,
     model_label,
@@ -60,42 +62,16 @@ class TypeStats(BaseModel):
     success_rate: float
 
 
-class ALFWorldEntry(BaseModel):
-    """Aggregates for one (strategy, model, d_max)."""
+class ALFWorldEntry(EntryBase):
+    """Aggregates for one (strategy, model, d_max) on ALFWorld."""
 
-    strategy: str
-    model: str
-    simulated: bool
-    d_max: int
-    tasks: int
-    successes: int
-    success_rate: float
-    self_assessed_success_rate: float
     by_type: dict[str, TypeStats]
-    llm_calls: int
-    prompt_tokens: int
-    completion_tokens: int
-    cost_usd: float | None
-    wall_seconds: float
-    mean_task_seconds: float
-    statuses: dict[str, int]
-    errors: int
 
 
-class ALFWorldBenchReport(BaseModel):
+class ALFWorldBenchReport(ReportBase):
     environment: str = "alfworld"
-    split: str
     task_type: str | None = None
-    limit: int | None = None
-    seed: int | None = None
-    concurrency: int
-    strategies: list[str]
-    d_max: list[int]
-    models: list[ModelInfo]
-    simulated: bool
-    task_count: int
     tasks_by_type: dict[str, int]
-    elapsed_seconds: float
     #: generating (and validating) the generated games before the runs
     generation_seconds: float
     entries: list[ALFWorldEntry]

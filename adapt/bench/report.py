@@ -69,26 +69,18 @@ class ModelInfo(BaseModel):
     simulated: bool
 
 
-class BenchEntry(BaseModel):
-    """Aggregates for one (strategy, model, d_max)."""
+class EntryBase(BaseModel):
+    """What every environment's bench aggregates for one (strategy, model, d_max)."""
 
     strategy: str
     model: str
-    executor_model: str
-    planner_model: str
     simulated: bool
     d_max: int
     tasks: int
     successes: int
     success_rate: float
     self_assessed_success_rate: float
-    by_depth: dict[str, DepthStats]
-    k_max: float | None
-    k_max_by_depth: dict[str, float | None]
     llm_calls: int
-    executor_calls: int
-    planner_calls: int
-    calls_by_role: dict[str, int]
     prompt_tokens: int
     completion_tokens: int
     cost_usd: float | None
@@ -99,10 +91,24 @@ class BenchEntry(BaseModel):
     errors: int
 
 
-class BenchReport(BaseModel):
-    environment: str = "textcraft"
+class BenchEntry(EntryBase):
+    """Aggregates for one (strategy, model, d_max) on TextCraft."""
+
+    executor_model: str
+    planner_model: str
+    by_depth: dict[str, DepthStats]
+    k_max: float | None
+    k_max_by_depth: dict[str, float | None]
+    executor_calls: int
+    planner_calls: int
+    calls_by_role: dict[str, int]
+
+
+class ReportBase(BaseModel):
+    """What every environment's bench report says about the run."""
+
+    environment: str
     split: str
-    depth: int | None = None
     limit: int | None = None
     seed: int | None = None
     concurrency: int
@@ -111,8 +117,13 @@ class BenchReport(BaseModel):
     models: list[ModelInfo]
     simulated: bool
     task_count: int
-    tasks_by_depth: dict[str, int]
     elapsed_seconds: float
+
+
+class BenchReport(ReportBase):
+    environment: str = "textcraft"
+    depth: int | None = None
+    tasks_by_depth: dict[str, int]
     entries: list[BenchEntry]
     #: every task run, sorted (model, strategy, d_max, task); written to tasks.jsonl
     results: list[TaskRecord] = Field(default_factory=list, exclude=True)
