@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -145,9 +146,38 @@ class Run:
             cost_usd=cost,
             monitor=monitor,
         )
-        args = (call.prompt_tokens, call.completion_tokens, cost)
+        await self._record(call, node)
+        return response
+
+    async def score(self, model: Any, node: Node, prompt: str,
+                    continuation: str) -> list[float] | None:
+        """The token log-probabilities of ``continuation`` after ``prompt`` from a model that
+        can score text (``async score(prompt, continuation)``, e.g. PASS's choice between a
+        summary and the raw results). Checked and recorded like any call: role ``scorer``,
+        the scored text as the prompt, an empty completion, the continuation's token count as
+        completion tokens and the prompt's estimated (the scoring endpoint reports no usage)."""
+        await flush(self.sink)
+        if await self._cancelled():
+            raise CancelledByUser("cancelled by user")
+        self.budget.check_call(self.usage)
+        started = time.perf_counter()
+        logprobs: list[float] | None = await model.score(prompt, continuation)
+        name = str(getattr(model, "name", "model"))
+        simulated = bool(getattr(model, "simulated", False))
+        usage = Usage(prompt_tokens=-(-len(prompt) // 4), completion_tokens=len(logprobs or ()),
+                      estimated=True)
+        self._calls += 1
+        await self._record(LLMCall(
+            id=self._calls, node_id=node.id, role="scorer", model=name, simulated=simulated,
+            prompt=prompt + continuation, completion="", prompt_tokens=usage.prompt_tokens,
+            completion_tokens=usage.completion_tokens, usage_estimated=True,
+            latency_s=time.perf_counter() - started,
+            cost_usd=self.price(name, usage, simulated)), node)
+        return logprobs
+
+    async def _record(self, call: LLMCall, node: Node) -> None:
+        args = (call.prompt_tokens, call.completion_tokens, call.cost_usd)
         self.usage.add(*args)
-        self.usage_by_role.setdefault(request.role, UsageTotals()).add(*args)
+        self.usage_by_role.setdefault(call.role, UsageTotals()).add(*args)
         node.usage.add(*args)
         await self.sink.emit(LLMCallMade(call=call))
-        return response

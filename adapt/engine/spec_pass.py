@@ -24,7 +24,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-from collections.abc import Sequence
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -82,9 +82,15 @@ def _shorter(summary: str, raw: str) -> Literal["summary", "raw"]:
     return "summary" if summary.strip() and len(summary) < len(raw) else "raw"
 
 
+Scorer = Callable[[str, str], Awaitable[list[float] | None]]
+
+
 async def choose(setting: PassOutput, model: Any, context: str, summary: str,
-                 raw: str) -> Choice:
-    """Pick the summary or the raw results under ``setting`` (see the module docstring)."""
+                 raw: str, scorer: Scorer | None = None) -> Choice:
+    """Pick the summary or the raw results under ``setting`` (see the module docstring).
+
+    ``scorer(prompt, continuation)`` scores with ``model`` (default: ``model.score``; the
+    executor passes one that records the call in the tree)."""
     texts = {"summary": summary, "raw": raw}
     if setting in ("summary", "raw"):
         chosen: Literal["summary", "raw"] = "summary" if setting == "summary" else "raw"
@@ -99,8 +105,8 @@ async def choose(setting: PassOutput, model: Any, context: str, summary: str,
             fallback = f"model {getattr(model, 'name', model)!r} cannot score continuations"
     else:
         try:
-            s_lp, r_lp = await asyncio.gather(model.score(context, summary),
-                                              model.score(context, raw))
+            score: Scorer = scorer or model.score
+            s_lp, r_lp = await asyncio.gather(score(context, summary), score(context, raw))
         except Exception as exc:  # scoring is an optimisation: never fail the run for it
             log.warning("PASS: scoring the summary and raw results failed: %s", exc)
             s_lp, r_lp = None, None

@@ -117,7 +117,12 @@ async def summarize(ep: Episode, state: StateDef) -> ExecutionResult | None:
     raw = raw_results(observations)
     context = ep.header + ep.trace + ("" if ep.trace.endswith("\n") else "\n") \
         + state.text + " "
-    choice = await choose(cfg.pass_output, ep.run.executor_model, context, summary, raw)
+    model = ep.run.executor_model
+
+    async def scorer(prompt: str, continuation: str) -> list[float] | None:
+        return await ep.run.score(model, ep.node, prompt, continuation)
+
+    choice = await choose(cfg.pass_output, model, context, summary, raw, scorer)
     await ep.add_step("thought", choice.output, response.text, state=state.name,
                       summary=summary, raw_results=raw, **choice.extra())
     ep.append(state, choice.output)

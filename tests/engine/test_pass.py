@@ -219,6 +219,11 @@ async def test_logprob_rule_with_a_scoring_model(setting: str, raw_lp: list[floa
     # both are scored as continuations of the agent's context up to "[Summary] "
     context = model.prompts[0] + BATCH + "[Summary] "
     assert sorted(model.scored) == sorted([(context, SUMMARY), (context, RAW)])
+    # ... and both scoring calls are in the tree, like every LLM call
+    scorer = [c for c in sink.calls if c.role == "scorer"]
+    assert sorted(c.prompt or "" for c in scorer) == sorted([context + SUMMARY, context + RAW])
+    assert sorted(c.completion_tokens for c in scorer) == sorted([len(summary_lp), len(raw_lp)])
+    assert all(c.completion == "" and c.usage_estimated for c in scorer)
 
 
 async def test_logprob_falls_back_to_shorter_when_the_model_cannot_score() -> None:
