@@ -38,3 +38,12 @@ def test_planner_examples_parse_and_search_with_or() -> None:
         plan = parse_plan(block)
         assert plan.steps and not plan.warnings, block[-300:]
     assert "Step 1 OR Step 2" in text and text.endswith("\n\n$task\n$context\n")
+
+
+def test_plan_and_execute_has_its_own_template_with_the_planners_examples() -> None:
+    env = ALFWorld()
+    text, planner = env.prompt_template("plan_and_execute"), env.prompt_template("planner")
+    assert string.Template(text).get_identifiers() == ["task", "context"]
+    assert "exactly once, without any further planning" in text
+    # the same format and examples as the ADaPT planner: one detailed plan, run once
+    assert text.split("\n", 1)[1] == planner.split("\n", 1)[1]
