@@ -30,6 +30,21 @@ class ExecutionResult:
     steps: int
 
 
+def reward_outcome(run: Run, reward: float, done: bool, best_reward: float,
+                   steps: int) -> ExecutionResult | None:
+    """Record a step's environment reward on ``run``; the result when the step ends the
+    executor run (the episode is over, or a reward was earned), else ``None``."""
+    if reward > 0:
+        run.reward = max(run.reward, reward)
+    if done:
+        run.episode_done = True
+        return ExecutionResult(reward > 0, None, best_reward, "reward" if reward > 0 else "done",
+                               steps)
+    if reward > 0:
+        return ExecutionResult(True, None, best_reward, "reward", steps)
+    return None
+
+
 def parse_line(raw: str) -> str:
     """The one line the model wrote: first non-empty line, without a leading ``>``."""
     for line in raw.splitlines():
@@ -83,14 +98,9 @@ class ReActExecutor:
             await run.add_step(node, step)
             trajectory.append(trajectory_line(line, observation))
             best_reward = max(best_reward, reward)
-            if reward > 0:
-                run.reward = max(run.reward, reward)
-            if done:
-                run.episode_done = True
-                return ExecutionResult(reward > 0, None, best_reward,
-                                       "reward" if reward > 0 else "done", index)
-            if reward > 0:
-                return ExecutionResult(True, None, best_reward, "reward", index)
+            ended = reward_outcome(run, reward, done, best_reward, index)
+            if ended is not None:
+                return ended
             if kind == "thought":
                 if _COMPLETED.search(line):
                     return ExecutionResult(True, True, best_reward, "completed", index)

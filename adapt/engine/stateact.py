@@ -47,7 +47,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapt.engine.executor import THOUGHT_OK, ExecutionResult
+from adapt.engine.executor import THOUGHT_OK, ExecutionResult, reward_outcome
 from adapt.engine.executors import register_executor
 from adapt.engine.prompts import render
 from adapt.engine.run import Run
@@ -261,14 +261,9 @@ class StateActExecutor:
             await run.add_step(node, step)
             trajectory.append(render_step(out, observation, self.state_fields))
             best_reward = max(best_reward, reward)
-            if reward > 0:
-                run.reward = max(run.reward, reward)
-            if done:
-                run.episode_done = True
-                return ExecutionResult(reward > 0, None, best_reward,
-                                       "reward" if reward > 0 else "done", index)
-            if reward > 0:
-                return ExecutionResult(True, None, best_reward, "reward", index)
+            ended = reward_outcome(run, reward, done, best_reward, index)
+            if ended is not None:
+                return ended
             if declared is True:
                 return ExecutionResult(True, True, best_reward, "completed", index)
             if declared is False:
