@@ -7,6 +7,7 @@ Conftests re-export the fixtures (``data_dir``, ``server``, ``env``).
 
 from __future__ import annotations
 
+import os
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -25,7 +26,8 @@ HOST = "127.0.0.1"
 PORT = 3306
 ADMIN_USER = "root"
 ADMIN_PASSWORD = ""
-AGENT_USER = "adapt_test_agent"
+# One agent user per test session, so two sessions against one server never drop each other's.
+AGENT_USER = f"adapt_test_agent_{os.getpid()}"
 AGENT_PASSWORD = "adapt-test-agent-pw"
 TIMEOUT = 1.0
 
