@@ -43,9 +43,14 @@ class AdaptController:
         """Run one task node (recursively). ``task`` defaults to the env's observation."""
         run = self.run
         task = task if task is not None else run.env.task_observation(node.goal)
+        env = run.env
+        rolls_back = bool(getattr(env, "rolls_back", lambda: False)())
+        mark = env.checkpoint() if rolls_back else None  # type: ignore[attr-defined]
         result = await self.try_executor(node, task)
         if result.success:
             return await self.finish(node, True)
+        if rolls_back and not run.episode_done:  # a failed attempt leaves nothing behind
+            env.rollback(mark)  # type: ignore[attr-defined]
         if run.episode_done or node.depth >= run.config.d_max:
             return await self.finish(node, False)
 

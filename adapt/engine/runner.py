@@ -10,7 +10,7 @@ from adapt.engine.config import RunConfig
 from adapt.engine.events import TaskFinished, TreeSink, flush
 from adapt.engine.run import CancelCheck, PriceFn, Run
 from adapt.engine.strategies import get_strategy
-from adapt.engine.tree import Node, NodeStatus, TaskResult, TaskStatus
+from adapt.engine.tree import Node, NodeStatus, Step, TaskResult, TaskStatus
 from adapt.envs.base import Environment
 from adapt.errors import AdaptError, BudgetError, CancelledByUser, LeaseLost, UserError
 from adapt.llm.base import ChatModel
@@ -65,6 +65,10 @@ async def run_task(
         status, error = "error", f"{type(exc).__name__}: {exc}"
         await _close_unfinished(run, "failed", error)
 
+    final = getattr(env, "final_action", None)
+    if final and status in ("succeeded", "failed") and not run.episode_done:
+        await _final_action(run, final)
+
     root_node: Node | None = run.nodes.get(1)
     ran = [n for n in run.nodes.values() if n.kind == "task" and n.status not in
            ("pending", "skipped")]
@@ -87,6 +91,24 @@ async def run_task(
     await run.sink.emit(TaskFinished(result=result))
     await flush(run.sink)
     return result
+
+
+async def _final_action(run: Run, action: str) -> None:
+    """Send the environment's final action (InterCode-SQL: ``submit``) when the task ended
+    before the episode did, as InterCode and StateFlow do at the turn limit, so the last state
+    is scored; recorded as a step of the last executed node (``extra.final``)."""
+    ran = [n for n in run.nodes.values() if n.kind == "task" and n.steps_count > 0]
+    node = max(ran, key=lambda n: n.id) if ran else run.nodes.get(1)
+    if node is None:
+        return
+    result = run.env.step(action)
+    reward = float(result.reward)
+    await run.add_step(node, Step(
+        kind="action", node_id=node.id, index=node.steps_count + 1, raw=action, text=action,
+        observation=result.observation, reward=reward, done=result.done,
+        extra={"final": True}))
+    run.reward = max(run.reward, reward)
+    run.episode_done = run.episode_done or result.done
 
 
 async def _close_unfinished(run: Run, running_to: NodeStatus, reason: str) -> None:

@@ -83,6 +83,9 @@ class BaseEnvironment:
     state_fields: ClassVar[tuple[str, ...]] = ()
     #: package holding ``prompts/<kind>.txt`` files
     prompt_package: ClassVar[str | None] = None
+    #: an action the engine sends when a task ends (turn limit, failure) before the episode is
+    #: done, so its last state is scored (InterCode-SQL: ``submit``); ``None``: nothing
+    final_action: ClassVar[str | None] = None
 
     def prompt_template(self, kind: str) -> str:
         if self.prompt_package is None:
@@ -97,6 +100,20 @@ class BaseEnvironment:
 
     def salient_state(self) -> str | None:
         return None
+
+    def rolls_back(self) -> bool:
+        """Whether a failed sub-task is rolled back (``checkpoint`` / ``rollback``): the
+        controller then takes a checkpoint before each executor attempt and rolls back to it when
+        the attempt fails, so a failed attempt leaves nothing behind (ADaPT's ALFWorld runs)."""
+        return False
+
+    def checkpoint(self) -> object:
+        """A mark of the current state for ``rollback`` (only used when ``rolls_back()``)."""
+        raise NotImplementedError(f"{self.name} does not roll back sub-tasks")
+
+    def rollback(self, mark: object) -> None:
+        """Return to the state of ``checkpoint()``'s ``mark``."""
+        raise NotImplementedError(f"{self.name} does not roll back sub-tasks")
 
     def close(self) -> None:
         return None

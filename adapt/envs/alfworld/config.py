@@ -81,6 +81,15 @@ class ALFWorldConfig(BaseModel):
         ),
     )
 
+    rollback: bool = Field(
+        default=False,
+        description=(
+            "Roll a failed sub-task back, as ADaPT's ALFWorld runs do: before each sub-task the "
+            "game is reset and only the actions of the sub-tasks that succeeded are replayed. "
+            "Set by profile 'paper'."
+        ),
+    )
+
     @field_validator("task_type", mode="before")
     @classmethod
     def _short_name(cls, value: object) -> object:

@@ -10,6 +10,11 @@ Commands: ALFWorld's (``go to X``, ``open X``, ``close X``, ``take X from Y``, `
 ``clean X with Y``, ``heat X with Y``, ``cool X with Y``, ``use X``, ``examine X``, ``look``,
 ``inventory``); ``put X in/on Y`` works too (see :mod:`adapt.envs.alfworld.commands`).
 
+Roll-back (``rollback=True`` in the config, profile ``paper``): the environment keeps the log of
+the commands sent to the game; ``rollback(mark)`` resets the game and replays the log up to the
+mark, so a failed sub-task leaves nothing behind, as in ADaPT's ALFWorld runs (which reset and
+replay the actions of the successful sub-tasks before each sub-task).
+
 Context propagation (ADaPT's ALFWorld runs): ``salient_state`` is the last action that changed
 something and its observation (``> take mug 1 from countertop 2`` / ``You pick up the mug 1
 from the countertop 2.``), plus where the agent is and what it holds.
@@ -79,6 +84,8 @@ class ALFWorld(BaseEnvironment):
         self._room = ""
         self._goal = ""
         self._last: tuple[str, str] | None = None
+        #: the commands sent to the game since reset (what ``rollback`` replays)
+        self._log: list[str] = []
 
     # -- episode -------------------------------------------------------------------------------
     def reset(self, **config: Any) -> str:
@@ -97,6 +104,7 @@ class ALFWorld(BaseEnvironment):
         room, sep, _ = observation.partition(_TASK_PREFIX)
         self._room = room.strip() if sep else observation
         self._last = None
+        self._log = []
         if not self._goal:
             raise InvalidConfig(f"alfworld: the game {game.source} states no task "
                                 "('Your task is to: ...' is missing from its intro)")
@@ -115,6 +123,7 @@ class ALFWorld(BaseEnvironment):
                 info["mapped_to"] = mapped
                 command = mapped
         observation, won = self._engine.step(command)
+        self._log.append(command)
         if observation != NOTHING_HAPPENS and command.startswith(_ACTING):
             self._last = (command, observation)
         if won:
@@ -143,6 +152,29 @@ class ALFWorld(BaseEnvironment):
 
     def is_failure(self, observation: str) -> bool:
         return observation.strip() == NOTHING_HAPPENS
+
+    def rolls_back(self) -> bool:
+        return self._config is not None and self._config.rollback
+
+    def checkpoint(self) -> object:
+        return (len(self._log), self._last)
+
+    def rollback(self, mark: object) -> None:
+        """Reset the game and replay the commands logged before ``mark``."""
+        if not isinstance(mark, tuple) or len(mark) != 2:
+            raise UserError("alfworld: rollback() takes a mark from checkpoint()")
+        length, last = mark
+        replay = self._log[:length]
+        self._engine.reset()
+        for command in replay:
+            self._engine.step(command)
+        self._log = replay
+        self._last = last
+
+    @property
+    def actions(self) -> list[str]:
+        """The commands sent to the game since reset (after a roll-back, those kept)."""
+        return list(self._log)
 
     def close(self) -> None:
         self._engine.close()

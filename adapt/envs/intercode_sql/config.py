@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -37,4 +39,14 @@ class InterCodeSQLConfig(BaseModel):
         min_length=1,
         description="The reference SQL query; the submission is scored against its result.",
         examples=["SELECT count(*) FROM poker_player"],
+    )
+    observation: Literal["adapt", "intercode"] = Field(
+        default="adapt",
+        description=(
+            "How a query result is shown: 'adapt' (a Columns line, at most 20 rows, long cells "
+            "cut, a note on the rows left out) or 'intercode' (the rows as InterCode prints them, "
+            "a Python list of tuples cut to 25 rows, errors cut to 350 characters; set by "
+            "profile 'paper')."
+        ),
+        examples=["adapt", "intercode"],
     )

@@ -11,6 +11,14 @@ Actions (the keyword's case and spaces around it do not matter):
   query's result (``reward.reward``); success is reward 1.0;
 - ``think: ...`` is a thought: observation ``OK.``, no effect.
 
+With ``observation="intercode"`` in the config (profile ``paper``), results are shown as
+InterCode's ReAct and StateFlow agents show them: the Python ``str`` of the list of row tuples,
+cut to ``INTERCODE_MAX_ROWS`` rows, ``None`` for a statement without a result set, and error
+texts cut to ``INTERCODE_MAX_CHARS`` characters.
+
+At the turn limit the engine sends ``final_action`` (``submit``), as InterCode and StateFlow
+do, so the last result is scored rather than counted as 0.
+
 Anything else gives an observation naming the two valid actions. As in InterCode, the submitted
 answer is the result of the *last* ``execute``: when it failed or returned no result set, the
 reward is 0.
@@ -53,6 +61,10 @@ MAX_QUERY_IN_STATE = 120
 #: seconds the client waits beyond the statement timeout before it gives up on the server
 READ_TIMEOUT_SLACK = 10.0
 
+#: InterCode's cuts (its ReAct and StateFlow agents): rows of a result list, characters of a text
+INTERCODE_MAX_ROWS = 25
+INTERCODE_MAX_CHARS = 350
+
 ERROR_PREFIX = "Error executing query"
 INVALID_ACTION = (
     "Invalid action. Use execute[<SQL query>] to run one SQL query on the database and see its "
@@ -65,6 +77,8 @@ _SUBMIT = re.compile(r"submit(?:\s*\[\s*\])?\s*\.?", re.IGNORECASE)
 _TIMEOUT_VARIABLE = re.compile(r"max_statement_time", re.IGNORECASE)
 _SESSION_CHANGE = re.compile(r"(?:\(|\s|/\*.*?\*/)*SET\b", re.IGNORECASE | re.DOTALL)
 _LOST_CONNECTION = frozenset({0, 2006, 2013, 2014, 2055})
+#: ``_execute``'s marker for "no rows: the observation is an error text"
+_NO_RESULT = object()
 
 
 def format_cell(value: object) -> str:
@@ -104,6 +118,16 @@ def format_rows(columns: Sequence[str], rows: Sequence[Sequence[object]]) -> str
     return "\n".join(lines)
 
 
+def intercode_observation(observation: str | list[tuple[object, ...]] | None) -> str:
+    """An observation as InterCode's agents print it: a result list cut to 25 rows, a text cut to
+    350 characters, ``None`` for a statement without a result set."""
+    if isinstance(observation, list):
+        return str(observation[:INTERCODE_MAX_ROWS])
+    if isinstance(observation, str):
+        return observation[:INTERCODE_MAX_CHARS]
+    return str(observation)
+
+
 class InterCodeSQL(BaseEnvironment):
     """InterCode-SQL (Yang et al., 2023) on MariaDB: Spider questions answered by SQL queries."""
 
@@ -123,6 +147,8 @@ class InterCodeSQL(BaseEnvironment):
     prompt_package: ClassVar[str | None] = "adapt.envs.intercode_sql"
     #: what StateAct tracks besides the goal
     state_fields: ClassVar[tuple[str, ...]] = ("tables inspected",)
+    #: sent by the engine when the turn limit ends a run before the episode did
+    final_action: ClassVar[str | None] = "submit"
 
     def __init__(
         self,
@@ -256,18 +282,24 @@ class InterCodeSQL(BaseEnvironment):
         m = _EXECUTE.fullmatch(text)
         if m is None:
             return StepResult(INVALID_ACTION)
-        return StepResult(self._execute(cfg, m.group(1).strip()))
+        observation, rows = self._execute(cfg, m.group(1).strip())
+        if cfg.observation == "intercode":
+            return StepResult(intercode_observation(
+                observation if rows is _NO_RESULT else rows))
+        return StepResult(observation)
 
     # -- actions -------------------------------------------------------------------------------
-    def _execute(self, cfg: InterCodeSQLConfig, sql: str) -> str:
+    def _execute(self, cfg: InterCodeSQLConfig, sql: str) -> tuple[str, Any]:
+        """The observation, and the rows as a list (``None``: no result set; ``_NO_RESULT``:
+        an error)."""
         self._last_rows = None  # the answer is the result of the last execute, success or not
         if not sql:
-            return f"{ERROR_PREFIX}: the query is empty; write execute[<SQL query>]"
+            return f"{ERROR_PREFIX}: the query is empty; write execute[<SQL query>]", _NO_RESULT
         if _SESSION_CHANGE.match(sql) or _TIMEOUT_VARIABLE.search(sql):
             return (
                 f"{ERROR_PREFIX}: SET statements are not allowed here; "
                 "run a query (SELECT, SHOW, DESCRIBE) instead"
-            )
+            ), _NO_RESULT
         pymysql = pymysql_module()
         try:
             if self._conn is None:  # reconnect after a lost connection
@@ -279,7 +311,7 @@ class InterCodeSQL(BaseEnvironment):
                     return (
                         "Query executed successfully; it returned no result set "
                         f"({max(cur.rowcount, 0)} rows affected)."
-                    )
+                    ), None
                 columns = [str(d[0]) for d in cur.description]
                 rows = tuple(tuple(row) for row in cur.fetchall())
         except pymysql.err.MySQLError as exc:
@@ -290,8 +322,8 @@ class InterCodeSQL(BaseEnvironment):
                 return (
                     f"{ERROR_PREFIX}: lost the connection to the database ({message}); the "
                     f"query may have run longer than {self.statement_timeout:g}s"
-                )
-            return f"{ERROR_PREFIX}: {message}"
+                ), _NO_RESULT
+            return f"{ERROR_PREFIX}: {message}", _NO_RESULT
         self._last_rows = rows
         self._last_query = " ".join(sql.split())
         self._last_count = len(rows)
@@ -300,7 +332,7 @@ class InterCodeSQL(BaseEnvironment):
                 rf"(?<![\w$]){re.escape(table)}(?![\w$])", sql, re.IGNORECASE
             ):
                 self._inspected.append(table)
-        return format_rows(columns, rows)
+        return format_rows(columns, rows), list(rows)
 
     def _gold_rows(self, cfg: InterCodeSQLConfig) -> tuple[tuple[object, ...], ...] | str:
         """The gold query's rows, or its error message (cached per database and query)."""

@@ -50,13 +50,14 @@ class TextCraftConfig(BaseModel):
         ],
     )
 
-    prompts: Literal["default", "small"] = Field(
+    prompts: Literal["default", "small", "paper"] = Field(
         default="default",
         description=(
-            "Prompt set: 'default' (the paper's few-shot prompts) or 'small' (shorter few-shot "
-            "prompts for small completion models such as local:smollm2)."
+            "Prompt set: 'default' (the project's few-shot prompts), 'paper' (the ADaPT paper's "
+            "structure and demonstration tasks; set by profile 'paper') or 'small' (shorter "
+            "few-shot prompts for small completion models such as local:smollm2)."
         ),
-        examples=["default", "small"],
+        examples=["default", "paper", "small"],
     )
 
     @model_validator(mode="after")

@@ -7,8 +7,8 @@ Actions (case and extra spaces do not matter; a final ``.`` is ignored):
 - ``craft <n> <item> using <n> <item>, <n> <item>, ...`` -> ``Crafted <n> minecraft:<id>``;
   the ingredient counts must be exactly a recipe's; the output count is informational (the
   recipe's count is produced); inputs are consumed;
-- ``inventory`` -> ``Inventory: [oak planks] (4) [stick] (1) `` or
-  ``Inventory: You are not carrying anything.``;
+- ``inventory`` (any action starting with it, e.g. ``inventory:``, as in the reference) ->
+  ``Inventory: [oak planks] (4) [stick] (1) `` or ``Inventory: You are not carrying anything.``;
 - ``think: ...`` -> ``OK.`` (no effect).
 
 Reward 1 and ``done`` when the goal item enters the inventory (in generated games the goal
@@ -107,7 +107,7 @@ class TextCraft(BaseEnvironment):
         game = self._require_game()
         text = " ".join(action.split()).rstrip(".").rstrip()
         low = text.lower()
-        if low == "inventory":
+        if low.startswith("inventory"):  # as the reference: ``inventory:`` works too
             return StepResult(self._inventory_text())
         if low.startswith("think:"):
             return StepResult("OK.")
@@ -182,8 +182,8 @@ class TextCraft(BaseEnvironment):
 
     # -- protocol ------------------------------------------------------------------------------
     def prompt_template(self, kind: str) -> str:
-        """``prompts/<kind>.txt``; with ``prompts="small"`` in the config, ``prompts/small/
-        <kind>.txt`` where there is one (the other kinds keep the default template)."""
+        """``prompts/<kind>.txt``; with ``prompts="small"`` or ``"paper"`` in the config,
+        ``prompts/<set>/<kind>.txt`` where there is one (the other kinds keep the default)."""
         if self._prompts != "default":
             path = resources.files(self.prompt_package or "adapt.envs.textcraft").joinpath(
                 "prompts", self._prompts, f"{kind}.txt")

@@ -10,7 +10,14 @@ import pytest
 
 from adapt.envs import registry
 from adapt.envs.intercode_sql import InterCodeSQL, tasks
-from adapt.envs.intercode_sql.env import ERROR_PREFIX, INVALID_ACTION, MAX_ROWS_SHOWN
+from adapt.envs.intercode_sql.env import (
+    ERROR_PREFIX,
+    INTERCODE_MAX_CHARS,
+    INTERCODE_MAX_ROWS,
+    INVALID_ACTION,
+    MAX_ROWS_SHOWN,
+    intercode_observation,
+)
 from adapt.envs.testing import check_environment
 from adapt.errors import InvalidConfig, UserError
 from tests.sqldb import TIMEOUT, Server, make_env
@@ -124,6 +131,33 @@ def test_long_results_are_truncated(env: InterCodeSQL) -> None:
     long = env.step("execute[SELECT REPEAT('x', 500)]").observation
     assert "x" * 100 + "..." in long and "x" * 101 not in long
     assert env.step("submit").reward == 0.0
+
+
+def test_intercode_observation_format(env: InterCodeSQL) -> None:
+    """Profile paper: results as InterCode's agents print them (list of tuples, 25 rows, errors
+    cut at 350 characters); the reward is the same."""
+    env.reset(**POKER, observation="intercode")
+    result = env.step(f"execute[{POKER['gold']}]")
+    assert result.observation == (
+        "[('Teodor Salparov',), ('Maksim Botin',), ('Yevgeni Sivozhelez',), "
+        "('Semen Poltavskiy',), ('Aleksey Ostapenko',)]")
+    assert env.step("execute[SELECT count(*) FROM people]").observation == "[(7,)]"
+    assert env.step("execute[SELECT Name FROM people WHERE 1 = 0]").observation == "[]"
+    error = env.step("execute[SELECT nonsense FROM nowhere]").observation
+    assert error == f"{ERROR_PREFIX}: Table 'poker_player.nowhere' doesn't exist"
+    assert env.is_failure(error)
+    assert intercode_observation("e" * 400) == "e" * INTERCODE_MAX_CHARS
+    assert intercode_observation(None) == "None"
+    env.step(f"execute[{POKER['gold']}]")
+    assert env.step("submit").reward == 1.0
+    env.reset(db="world_1", question="all cities", gold="SELECT * FROM city",
+              observation="intercode")
+    text = env.step("execute[SELECT ID FROM city ORDER BY ID]").observation
+    assert text == str([(i,) for i in range(1, INTERCODE_MAX_ROWS + 1)])
+
+
+def test_final_action_is_submit() -> None:
+    assert InterCodeSQL.final_action == "submit"
 
 
 def test_agent_cannot_modify_data(env: InterCodeSQL) -> None:

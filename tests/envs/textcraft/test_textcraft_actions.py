@@ -56,6 +56,13 @@ def test_inventory_empty_and_listed(env: TextCraft) -> None:
     assert obs(env, "inventory") == "Inventory: [oak planks] (6) [stick] (4) "
 
 
+def test_inventory_is_a_prefix_as_in_the_reference(env: TextCraft) -> None:
+    obs(env, "get 3 honeycomb")
+    want = "Inventory: [honeycomb] (3) "
+    assert obs(env, "inventory:") == obs(env, "Inventory: please") == want
+    assert obs(env, "inventor") == "Could not execute inventor"
+
+
 def test_salient_state_is_the_inventory_observation(env: TextCraft) -> None:
     assert env.salient_state() == obs(env, "inventory")
     obs(env, "get 3 honeycomb")
