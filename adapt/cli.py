@@ -64,9 +64,13 @@ def run(
         "direct, pass) or a spec file (s-expression or YAML).")] = None,
     max_steps: Annotated[int | None, typer.Option("--max-steps", min=1,
                                                   help="Executor LLM calls per run.")] = None,
-    monitor: Annotated[bool, typer.Option(
+    monitor: Annotated[bool | None, typer.Option(
         "--monitor/--no-monitor",
-        help="The decoding monitor on the executor's and planner's output.")] = True,
+        help="The decoding monitor on the executor's and planner's output (default: on; off "
+        "under --profile paper).")] = None,
+    profile: Annotated[str, typer.Option(
+        "--profile", help="default | paper (the published protocols: prompts, step and token "
+        "limits, no decoding monitor; options given here win).")] = "default",
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole tree as JSON.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
@@ -80,10 +84,12 @@ def run(
     try:
         settings = get_settings()
         env_config = parse_config_json(config)
-        run_config = RunConfig(strategy=strategy, d_max=d_max,
-                               executor={"kind": executor, "max_steps": max_steps,
-                                         **({"spec": _read_spec(spec)} if spec else {})},
-                               monitor={"enabled": monitor})
+        run_config = RunConfig.model_validate({
+            "strategy": strategy, "d_max": d_max, "profile": profile,
+            "executor": {"kind": executor,
+                         **({"max_steps": max_steps} if max_steps is not None else {}),
+                         **({"spec": _read_spec(spec)} if spec else {})},
+            "monitor": {} if monitor is None else {"enabled": monitor}})
         models = load_models(settings, model=model, executor_model=executor_model,
                              planner_model=planner_model)
     except ValidationError as exc:
@@ -94,7 +100,7 @@ def run(
         err.print(f"[yellow]note:[/] {models.notice}")
 
     out = Console()
-    title = f"{env} · {strategy} · d_max {d_max}"
+    title = f"{env} · {strategy} · d_max {d_max} · profile {profile}"
     try:
         if as_json:
             sink = MemorySink()

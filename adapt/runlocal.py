@@ -92,7 +92,8 @@ async def run_local(
     env = registry.create(env_name)
     try:
         return await run_task(
-            env, validated.model_dump(exclude_none=True), config, models.executor,
+            env, validated.model_dump(exclude_none=True, exclude_unset=True), config,
+            models.executor,
             models.planner, goal=goal, sink=sink,
         )
     finally:

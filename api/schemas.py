@@ -74,6 +74,11 @@ class TaskCreate(BaseModel):
     strategy: str = Field(default="adapt", max_length=64, examples=["adapt", "react"],
                           description="How the task is driven (adapt, react, ...).")
     d_max: int = Field(default=3, ge=1, le=8, description="Maximum decomposition depth.")
+    profile: Literal["default", "paper"] = Field(
+        default="default", examples=["default", "paper"],
+        description="'default': the project's improved behaviour; 'paper': the published "
+        "protocols of the papers for the environment (prompts, step and token limits, no "
+        "decoding monitor; see docs/reproducing-the-papers.md). Settings given explicitly win.")
     executor: ExecutorCreate = Field(default_factory=ExecutorCreate)
     planner: PlannerCreate = Field(default_factory=PlannerCreate)
     monitor: MonitorConfig = Field(
@@ -83,11 +88,14 @@ class TaskCreate(BaseModel):
     seed: int | None = Field(default=None, description="Passed to the models with every call.")
 
     def run_config(self) -> RunConfig:
+        # exclude_unset: the profile fills in only what the user did not set
         return RunConfig(
             strategy=self.strategy, d_max=self.d_max, seed=self.seed, budget=self.budget,
-            monitor=self.monitor,
-            executor=ExecutorConfig.model_validate(self.executor.model_dump(exclude={"model"})),
-            planner=PlannerConfig.model_validate(self.planner.model_dump(exclude={"model"})),
+            monitor=self.monitor, profile=self.profile,
+            executor=ExecutorConfig.model_validate(
+                self.executor.model_dump(exclude={"model"}, exclude_unset=True)),
+            planner=PlannerConfig.model_validate(
+                self.planner.model_dump(exclude={"model"}, exclude_unset=True)),
         )
 
 
@@ -118,6 +126,7 @@ class TaskPublic(BaseModel):
     goal: str | None = Field(description="As requested (null: the environment's goal).")
     resolved_goal: str | None = Field(description="The goal the engine ran (once finished).")
     strategy: str
+    profile: str = Field(examples=["default", "paper"], description="The profile that ran.")
     d_max: int
     success: bool | None
     reward: float | None
@@ -156,7 +165,8 @@ def _task_fields(t: Task) -> dict[str, Any]:
     return dict(
         id=t.id, status=t.status, finished=t.status in FINAL_STATUSES,
         environment=t.environment, environment_config=t.environment_config, goal=t.goal,
-        resolved_goal=t.resolved_goal, strategy=t.strategy, d_max=t.d_max, success=t.success,
+        resolved_goal=t.resolved_goal, strategy=t.strategy, profile=t.profile, d_max=t.d_max,
+        success=t.success,
         reward=t.reward,
         usage=UsageTotals(llm_calls=t.llm_calls, prompt_tokens=t.prompt_tokens,
                           completion_tokens=t.completion_tokens, cost_usd=t.cost_usd),

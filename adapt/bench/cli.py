@@ -80,9 +80,13 @@ def bench_textcraft(
     plot: Annotated[bool, typer.Option(help="Write PNG plots into --out (needs matplotlib).")] = (
         False
     ),
-    monitor: Annotated[bool, typer.Option(
+    monitor: Annotated[bool | None, typer.Option(
         "--monitor/--no-monitor",
-        help="The decoding monitor on the executor's and planner's output (default on).")] = True,
+        help="The decoding monitor on the executor's and planner's output (default: on; off "
+        "under profile paper).")] = None,
+    profile: Annotated[str, typer.Option(
+        "--profile", help="Comma-separated profiles to compare side by side: default, paper "
+        "(the published protocols; see docs/reproducing-the-papers.md).")] = "default",
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Benchmark strategies on TextCraft (the paper's tables 4 and 7, figure 4).
@@ -101,6 +105,7 @@ def bench_textcraft(
     from adapt.bench.report import TaskRecord, print_table, write_report
     from adapt.bench.textcraft import (
         parse_d_max,
+        parse_profiles,
         parse_strategies,
         run_bench,
         select_tasks,
@@ -112,6 +117,7 @@ def bench_textcraft(
         fail("--plot writes PNG files: give --out DIR too")
     try:
         names = parse_strategies(strategies)
+        profiles = parse_profiles(profile)
         depths = parse_d_max(d_max)
         selected = select_tasks(split, depth, limit)
         if plot:
@@ -124,7 +130,7 @@ def bench_textcraft(
     except UserError as exc:
         fail(str(exc))
 
-    total = len(selected) * len(names) * len(depths) * len(bench_models)
+    total = len(selected) * len(names) * len(depths) * len(bench_models) * len(profiles)
     done = wins = tokens = 0
     progress = Progress(
         TextColumn("[bold]textcraft"), BarColumn(), MofNCompleteColumn(),
@@ -146,8 +152,9 @@ def bench_textcraft(
                 split=split, depth=depth, limit=limit, strategies=names, d_max=depths,
                 models=bench_models, concurrency=concurrency, seed=seed, price=price,
                 on_result=on_result, executor_kind=executors, prompts=prompts,
+                profiles=profiles,
                 base_config=RunConfig.model_validate(
-                    {"monitor": {"enabled": monitor},
+                    {"monitor": {} if monitor is None else {"enabled": monitor},
                      **({} if planner_max_tokens is None
                         else {"planner": {"max_tokens": planner_max_tokens}})}),
             )

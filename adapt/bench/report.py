@@ -33,6 +33,8 @@ class TaskRecord(BaseModel):
     item: str
     depth: int
     strategy: str
+    #: the profile that ran: ``default`` or ``paper`` (the published protocols)
+    profile: str = "default"
     model: str
     d_max: int
     status: str
@@ -73,6 +75,8 @@ class EntryBase(BaseModel):
     """What every environment's bench aggregates for one (strategy, model, d_max)."""
 
     strategy: str
+    #: ``default`` or ``paper`` (the published protocols)
+    profile: str = "default"
     model: str
     simulated: bool
     d_max: int
@@ -113,6 +117,8 @@ class ReportBase(BaseModel):
     seed: int | None = None
     concurrency: int
     strategies: list[str]
+    #: the profiles compared (``default``, ``paper``)
+    profiles: list[str] = Field(default_factory=lambda: ["default"])
     d_max: list[int]
     models: list[ModelInfo]
     simulated: bool
@@ -168,7 +174,8 @@ def _depth_stats(records: Sequence[TaskRecord]) -> DepthStats:
 
 
 def aggregate(
-    records: Sequence[TaskRecord], *, model: ModelInfo, strategy: str, d_max: int
+    records: Sequence[TaskRecord], *, model: ModelInfo, strategy: str, d_max: int,
+    profile: str = "default",
 ) -> BenchEntry:
     """The entry for one (strategy, model, d_max) from its task records."""
     overall = _depth_stats(records)
@@ -186,6 +193,7 @@ def aggregate(
     wall = sum(r.wall_seconds for r in records)
     return BenchEntry(
         strategy=strategy,
+        profile=profile,
         model=model.label,
         executor_model=model.executor,
         planner_model=model.planner,
@@ -249,11 +257,11 @@ def table_rows(report: BenchReport, *, with_model: bool = True,
     depths = _depths(report)
     n = report.tasks_by_depth
     if compact:
-        headers = ["strategy", *(["model"] if with_model else []), "d_max", "tasks", "success",
-                   "self-assessed", *(f"depth {d} (n={n.get(d, 0)})" for d in depths),
+        headers = ["strategy", "profile", *(["model"] if with_model else []), "d_max", "tasks",
+                   "success", "self-assessed", *(f"depth {d} (n={n.get(d, 0)})" for d in depths),
                    "k_max", "LLM calls = exec/plan", "tokens prompt/compl", "cost", "wall s"]
     else:
-        headers = ["strategy", *(["model"] if with_model else []), "d_max", "tasks",
+        headers = ["strategy", "profile", *(["model"] if with_model else []), "d_max", "tasks",
                    "success (reward)", "self-assessed",
                    *(f"depth {d}: success · k_max" for d in depths),
                    "k_max", "LLM calls", "executor calls", "planner calls",
@@ -264,7 +272,7 @@ def table_rows(report: BenchReport, *, with_model: bool = True,
         name = e.strategy
         if several_executors:  # e.g. "adapt · stateact" when executor designs are compared
             name = f"{e.strategy} · {getattr(e, 'executor', 'react')}"
-        cells = [name, *([model_label(e)] if with_model else []), str(e.d_max),
+        cells = [name, e.profile, *([model_label(e)] if with_model else []), str(e.d_max),
                  str(e.tasks), f"{_pct(e.success_rate)} ({e.successes})",
                  _pct(e.self_assessed_success_rate)]
         for d in depths:
@@ -337,7 +345,7 @@ def render_table(report: BenchReport) -> Table:
         caption += f"\nmodel: {model_label(report.models[0])}"
     table = Table(title=caption, title_justify="left")
     for h in headers:
-        table.add_column(h, justify="left" if h in ("strategy", "model") else "right",
+        table.add_column(h, justify="left" if h in ("strategy", "profile", "model") else "right",
                          overflow="fold")
     for row in rows:
         table.add_row(*row)
@@ -361,7 +369,7 @@ def markdown_table(title_line: str, headers: Sequence[str], rows: Sequence[Seque
 def to_markdown(report: BenchReport) -> str:
     headers, rows = table_rows(report)
     return markdown_table(title(report), headers, rows, notes(report),
-                          left=("strategy", "model"))
+                          left=("strategy", "profile", "model"))
 
 
 def write_outputs(out_dir: Path, *, report_json: str, markdown: str,

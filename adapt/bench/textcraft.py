@@ -38,6 +38,7 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 from adapt.bench.report import BenchEntry, BenchReport, ModelInfo, TaskRecord, aggregate
 from adapt.engine import RunConfig, available_strategies, run_task
 from adapt.engine.config import ExecutorConfig
+from adapt.engine.profiles import PROFILES, apply_profile
 from adapt.engine.run import PriceFn
 from adapt.envs.textcraft import TextCraft, TextCraftConfig
 from adapt.envs.textcraft.tasks import Task, tasks
@@ -164,6 +165,12 @@ def parse_executor_kinds(value: str | Sequence[str]) -> list[str]:
                        noun=("executor kind", "executor kinds"), listed_as="known")
 
 
+def parse_profiles(value: str | Sequence[str]) -> list[str]:
+    """``"default,paper"`` -> ``["default", "paper"]``; unknown names raise listing the known."""
+    return parse_names(value, PROFILES, option="--profile", example="default,paper",
+                       noun=("profile", "profiles"), listed_as="known")
+
+
 def parse_d_max(value: str | int | Sequence[int]) -> list[int]:
     """``"4"`` or ``"1,2,3,4"`` -> sorted, de-duplicated depths within 1..8."""
     lo, hi = D_MAX_RANGE
@@ -224,6 +231,7 @@ class _Job:
     d_max: int
     executor: str
     task: Task
+    profile: str = "default"
 
 
 async def _run_one(job: _Job, config: RunConfig, price: PriceFn | None,
@@ -236,7 +244,7 @@ async def _run_one(job: _Job, config: RunConfig, price: PriceFn | None,
         env.close()
     return ExecutorTaskRecord(
         id=job.task.id, item=job.task.item, depth=job.task.depth, strategy=job.strategy,
-        model=job.model.label, d_max=job.d_max, status=result.status, reward=result.reward,
+        profile=job.profile, model=job.model.label, d_max=job.d_max, status=result.status, reward=result.reward,
         success=result.success, max_depth=result.max_depth, nodes=result.nodes,
         usage=result.usage, usage_by_role=dict(sorted(result.usage_by_role.items())),
         wall_seconds=result.wall_seconds, error=result.error, executor=job.executor,
@@ -274,9 +282,12 @@ async def run_bench_async(
     on_result: ResultCallback | None = None,
     executor_kind: str | Sequence[str] = DEFAULT_EXECUTOR,
     prompts: str = "default",
+    profiles: str | Sequence[str] = "default",
 ) -> ExecutorBenchReport:
-    """Run every (model, strategy, d_max, executor, task) and aggregate; see :func:`run_bench`."""
+    """Run every (model, profile, strategy, d_max, executor, task) and aggregate; see
+    :func:`run_bench`."""
     names = parse_strategies(strategies)
+    profile_names = parse_profiles(profiles)
     if prompts not in PROMPT_SETS:
         raise InvalidConfig(f"unknown prompt set {prompts!r}; use one of: "
                             f"{', '.join(PROMPT_SETS)}")
@@ -291,21 +302,28 @@ async def run_bench_async(
         raise InvalidConfig("no tasks selected")
     base = base_config or RunConfig()
 
-    jobs = [_Job(m, s, d, k, t) for m in bench_models for s in names for d in depths
-            for k in kinds for t in selected]
-    base_data = base.model_dump()
-    configs = {
-        (s, d, k): RunConfig.model_validate(
-            {**base_data, "strategy": s, "d_max": d, "seed": seed,
-             "executor": {**base_data["executor"], "kind": k}})
-        for s in names for d in depths for k in kinds
-    }
+    jobs = [_Job(m, s, d, k, t, p) for m in bench_models for p in profile_names for s in names
+            for d in depths for k in kinds for t in selected]
+    configs: dict[tuple[str, str, int, str], RunConfig] = {}
+    env_extras: dict[str, dict[str, Any]] = {}
+    for p in profile_names:
+        # the profile fills in what the base config (the command line) left unset
+        with_profile, env_extras[p] = apply_profile(base.model_copy(update={"profile": p}),
+                                                    TextCraft, env_extra)
+        data = with_profile.model_dump()
+        for s in names:
+            for d in depths:
+                for k in kinds:
+                    configs[p, s, d, k] = RunConfig.model_validate(
+                        {**data, "strategy": s, "d_max": d, "seed": seed,
+                         "executor": {**data["executor"], "kind": k}})
     gate = asyncio.Semaphore(concurrency)
 
     async def run(job: _Job) -> ExecutorTaskRecord:
         async with gate:
-            record = await _run_one(job, configs[job.strategy, job.d_max, job.executor], price,
-                                    env_extra)
+            record = await _run_one(
+                job, configs[job.profile, job.strategy, job.d_max, job.executor], price,
+                env_extras[job.profile])
         if on_result is not None:
             on_result(record)
         return record
@@ -318,13 +336,14 @@ async def run_bench_async(
     entries: list[ExecutorBenchEntry] = []
     i = 0
     for m in bench_models:
-        for s in names:
-            for d in depths:
-                for k in kinds:
-                    chunk = records[i : i + len(selected)]
-                    i += len(selected)
-                    entry = aggregate(chunk, model=m.info(), strategy=s, d_max=d)
-                    entries.append(ExecutorBenchEntry(**entry.model_dump(), executor=k))
+        for p in profile_names:
+            for s in names:
+                for d in depths:
+                    for k in kinds:
+                        chunk = records[i : i + len(selected)]
+                        i += len(selected)
+                        entry = aggregate(chunk, model=m.info(), strategy=s, d_max=d, profile=p)
+                        entries.append(ExecutorBenchEntry(**entry.model_dump(), executor=k))
 
     counts: dict[str, int] = {}
     for t in selected:
@@ -336,6 +355,7 @@ async def run_bench_async(
         seed=seed,
         concurrency=concurrency,
         strategies=names,
+        profiles=profile_names,
         executors=kinds,
         prompts=prompts,
         d_max=depths,
@@ -365,6 +385,7 @@ def run_bench(
     on_result: ResultCallback | None = None,
     executor_kind: str | Sequence[str] = DEFAULT_EXECUTOR,
     prompts: str = "default",
+    profiles: str | Sequence[str] = "default",
 ) -> ExecutorBenchReport:
     """Benchmark ``strategies`` x ``models`` x ``d_max`` x executors on TextCraft tasks.
 
@@ -377,7 +398,9 @@ def run_bench(
     ``executor_kind``: the executor design(s) every strategy runs with (``RunConfig.executor
     .kind``): one kind or several (``"react,stateact"``); each entry and record says which
     (key ``executor``). ``prompts``: the TextCraft prompt set (``default`` or ``small``, the
-    short few-shot prompts for small local models such as ``local:smollm2``).
+    short few-shot prompts for small local models such as ``local:smollm2``). ``profiles``:
+    ``default``, ``paper`` or both (``"default,paper"``); each entry and record says which
+    (key ``profile``); a profile fills in what ``base_config`` and ``prompts`` leave unset.
 
     Raises :class:`~adapt.errors.UserError` for unknown strategies, bad d_max values, an
     unknown split or an empty selection, before anything runs.
@@ -386,12 +409,12 @@ def run_bench(
         split=split, depth=depth, limit=limit, strategies=strategies, d_max=d_max,
         models=models, concurrency=concurrency, seed=seed, base_config=base_config,
         price=price, task_list=task_list, on_result=on_result, executor_kind=executor_kind,
-        prompts=prompts,
+        prompts=prompts, profiles=profiles,
     ))
 
 
 __all__ = [
     "BenchModel", "BenchReport", "ExecutorBenchEntry", "ExecutorBenchReport",
     "ExecutorTaskRecord", "TaskRecord", "parse_d_max", "parse_executor_kinds",
-    "parse_strategies", "run_bench", "run_bench_async", "select_tasks",
+    "parse_profiles", "parse_strategies", "run_bench", "run_bench_async", "select_tasks",
 ]

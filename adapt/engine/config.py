@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -37,6 +37,11 @@ class ExecutorConfig(BaseModel):
     )
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=128, ge=1, le=8192, description="Per executor step.")
+    self_assessment: Literal["thought", "any_line"] = Field(
+        default="thought",
+        description="Where 'task completed' / 'task failed' count as the executor's verdict: "
+        "in a thought only, or in any line, actions included (the ADaPT TextCraft code; set by "
+        "profile 'paper').")
 
     @field_validator("spec")
     @classmethod
@@ -68,6 +73,10 @@ class PlannerConfig(BaseModel):
 
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=512, ge=1, le=16384)
+    stop: list[Annotated[str, Field(min_length=1, max_length=32)]] = Field(
+        default_factory=list, max_length=4,
+        description="Stop sequences of a planner call (none by default; profile 'paper' uses a "
+        "blank line on ALFWorld, as the ADaPT code).")
     propagate_context: bool = Field(
         default=True, description="Hand the propagated salient state to the planner too."
     )
@@ -76,6 +85,11 @@ class PlannerConfig(BaseModel):
 class RunConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
+    profile: Literal["default", "paper"] = Field(
+        default="default",
+        description="'default': the project's improved behaviour; 'paper': the published "
+        "protocols (prompts, knobs, baselines) of the papers, per environment (see "
+        "docs/reproducing-the-papers.md). Settings given explicitly win over the profile's.")
     strategy: str = Field(default="adapt", examples=["adapt", "react"])
     d_max: int = Field(default=3, ge=1, le=8, description="Maximum decomposition depth.")
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)

@@ -62,6 +62,8 @@ class ReActExecutor:
         cfg = run.config.executor
         self.max_steps = max_steps or cfg.max_steps or run.env.default_max_steps
         self.patience = cfg.patience
+        #: the ADaPT TextCraft code reads the verdict in action lines too (profile paper)
+        self.any_line = cfg.self_assessment == "any_line"
         self.monitor = executor_monitor(run.env)
 
     async def execute(self, node: Node, task: str, extra_context: str | None = None) -> ExecutionResult:
@@ -101,7 +103,7 @@ class ReActExecutor:
             ended = reward_outcome(run, reward, done, best_reward, index)
             if ended is not None:
                 return ended
-            if kind == "thought":
+            if kind == "thought" or self.any_line:
                 if _COMPLETED.search(line):
                     return ExecutionResult(True, True, best_reward, "completed", index)
                 if _FAILED.search(line):

@@ -20,7 +20,7 @@ class Planner:
         cfg = run.config.planner
         context = run.context if cfg.propagate_context else None
         prompt = render(run.env, self.template, task=task, context=context)
-        request = ChatRequest(prompt=prompt, max_tokens=cfg.max_tokens,
+        request = ChatRequest(prompt=prompt, max_tokens=cfg.max_tokens, stop=list(cfg.stop),
                               temperature=cfg.temperature, role="planner")
         # the decoding monitor governs the ADaPT planner's format (not other templates')
         monitor = planner_monitor() if self.template == "planner" else None

@@ -8,6 +8,7 @@ from typing import Any
 
 from adapt.engine.config import RunConfig
 from adapt.engine.events import TaskFinished, TreeSink, flush
+from adapt.engine.profiles import apply_profile
 from adapt.engine.run import CancelCheck, PriceFn, Run
 from adapt.engine.strategies import get_strategy
 from adapt.engine.tree import Node, NodeStatus, Step, TaskResult, TaskStatus
@@ -38,6 +39,7 @@ async def run_task(
     prompt template) raise before anything runs.
     """
     strategy = get_strategy(config.strategy)
+    config, env_config = apply_profile(config, env, env_config)
     run = Run(env, config, executor_model, planner_model, sink=sink, cancel=cancel, price=price,
               env_config=env_config)
     started = time.monotonic()
@@ -78,6 +80,7 @@ async def run_task(
         reward=run.reward,
         goal=root_goal,
         strategy=config.strategy,
+        profile=config.profile,
         d_max=config.d_max,
         usage=run.usage.model_copy(),
         usage_by_role={k: v.model_copy() for k, v in run.usage_by_role.items()},

@@ -138,6 +138,8 @@ class TaskResult(BaseModel):
     goal: str
     strategy: str
     d_max: int
+    #: the profile that ran (``default`` or ``paper``)
+    profile: str = "default"
     usage: UsageTotals = Field(default_factory=UsageTotals)
     usage_by_role: dict[str, UsageTotals] = Field(default_factory=dict)
     monitor: MonitorTotals = Field(default_factory=MonitorTotals)

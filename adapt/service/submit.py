@@ -26,6 +26,7 @@ from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapt.engine.config import RunConfig
+from adapt.engine.profiles import apply_profile
 from adapt.engine.strategies import available_strategies
 from adapt.envs import registry
 from adapt.errors import InvalidConfig, ModelSpecError, UnknownEnvironment, UserError
@@ -134,7 +135,13 @@ def validate_submission(
     """The validated environment config and the executor/planner models; raises
     ``SubmissionInvalid`` naming the first bad field."""
     try:
-        config: BaseModel = registry.validate_config(sub.environment, sub.environment_config)
+        env_cls = registry.get(sub.environment)
+    except UnknownEnvironment as exc:
+        raise SubmissionInvalid("environment", str(exc)) from None
+    # the profile's environment settings (e.g. paper prompts) where the user gave none
+    _, env_config = apply_profile(sub.run_config, env_cls, sub.environment_config)
+    try:
+        config: BaseModel = registry.validate_config(sub.environment, env_config)
     except UnknownEnvironment as exc:
         raise SubmissionInvalid("environment", str(exc)) from None
     except InvalidConfig as exc:
@@ -183,11 +190,13 @@ async def submit_task(
             return _replay(existing, body_hash, idempotency_key)
 
     env_config, executor, planner = validate_submission(sub, settings)
+    run_config, _ = apply_profile(sub.run_config, registry.get(sub.environment))
     now = utcnow()
     task = Task(
         id=uuid.uuid4().hex, tenant=tenant, status="queued", environment=sub.environment,
-        environment_config=env_config, goal=sub.goal, strategy=sub.run_config.strategy,
-        d_max=sub.run_config.d_max, run_config=sub.run_config.model_dump(mode="json"),
+        environment_config=env_config, goal=sub.goal, strategy=run_config.strategy,
+        profile=run_config.profile, d_max=run_config.d_max,
+        run_config=run_config.model_dump(mode="json"),
         executor_model=executor.spec, planner_model=planner.spec,
         executor_simulated=executor.simulated, planner_simulated=planner.simulated,
         llm_calls=0, prompt_tokens=0, completion_tokens=0, cost_usd=0.0, nodes_count=0,

@@ -80,6 +80,8 @@ class Task(Base):
     goal: Mapped[str | None] = mapped_column(Text)  # as requested (None: the environment's)
     resolved_goal: Mapped[str | None] = mapped_column(Text)  # what the engine ran
     strategy: Mapped[str] = mapped_column(String(64))
+    #: ``default`` or ``paper`` (RunConfig.profile)
+    profile: Mapped[str] = mapped_column(String(16), default="default", server_default="default")
     d_max: Mapped[int] = mapped_column(Integer)
     run_config: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     executor_model: Mapped[str] = mapped_column(Text)

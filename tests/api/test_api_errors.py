@@ -41,6 +41,8 @@ def fields(body: dict[str, Any]) -> list[str]:
          "colour"),
         ({**OK, "environment_config": {}}, "environment_config", "exactly one of seed"),
         ({**OK, "strategy": "magic"}, "strategy", "available: adapt"),
+        ({**OK, "profile": "fast"}, "profile", "'default' or 'paper'"),
+        ({**OK, "planner": {"stop": ["x" * 40]}}, "planner.stop.0", "at most 32"),
         ({**OK, "d_max": 0}, "d_max", "greater than or equal to 1"),
         ({**OK, "d_max": 9}, "d_max", "less than or equal to 8"),
         ({**OK, "d_max": "three"}, "d_max", "valid integer"),

@@ -57,6 +57,27 @@ async def test_create_returns_202_with_location_and_dispatches(
         assert key in detail
 
 
+async def test_profile_paper_is_stored_and_shown(client: httpx.AsyncClient) -> None:
+    """profile paper: stored on the task and shown in the detail, with the settings it implies
+    (explicit settings win) and the environment's paper prompt set."""
+    response = await client.post("/tasks", json={
+        "environment": "textcraft", "environment_config": {"seed": 3}, "profile": "paper",
+        "executor": {"max_steps": 9}})
+    assert response.status_code == 202, response.text
+    task = response.json()
+    assert task["profile"] == "paper"
+    assert task["environment_config"] == {"seed": 3, "prompts": "paper"}
+    detail = (await client.get(f"/tasks/{task['id']}")).json()
+    assert detail["profile"] == "paper" and detail["run_config"]["profile"] == "paper"
+    executor = detail["run_config"]["executor"]
+    assert (executor["max_steps"], executor["patience"], executor["max_tokens"]) == (9, 8, 150)
+    assert detail["run_config"]["monitor"]["enabled"] is False
+    assert detail["run_config"]["planner"]["propagate_context"] is False
+    plain = (await client.post("/tasks", json={"environment": "textcraft",
+                                               "environment_config": {"seed": 3}})).json()
+    assert plain["profile"] == "default" and plain["environment_config"] == {"seed": 3}
+
+
 async def test_create_with_every_option_stores_the_run_config(client: httpx.AsyncClient) -> None:
     task = await create(client, FULL)
     detail = (await client.get(f"/tasks/{task['id']}")).json()

@@ -3,6 +3,8 @@
 - ADaPT (d_max 4) succeeds far more often than the baselines (paper table 4);
 - ADaPT's success rises with d_max 1 -> 4 (figure 4);
 - the decomposition depth ADaPT uses grows with recipe depth (table 7, k_max).
+
+Under both profiles: ``default`` and ``paper`` (the paper prompt set, the simulator reading it).
 """
 
 from __future__ import annotations
@@ -19,11 +21,14 @@ SIM = "sim:textcraft?capability=1&error_rate=0.1&seed=7"
 BASELINES = {"react": 0.4, "try_again": 0.4, "plan_and_execute": 0.15}
 
 
-@pytest.fixture(scope="module")
-def report() -> BenchReport:
+@pytest.fixture(scope="module", params=["default", "paper"])
+def report(request: pytest.FixtureRequest) -> BenchReport:
     names = ["adapt", *(s for s in BASELINES if s in available_strategies())]
-    return run_bench(split="test", limit=18, strategies=names, d_max="1,2,3,4", models=SIM,
-                     seed=0, concurrency=8)
+    out = run_bench(split="test", limit=18, strategies=names, d_max="1,2,3,4", models=SIM,
+                    seed=0, concurrency=8, profiles=request.param)
+    assert out.profiles == [request.param]
+    assert {e.profile for e in out.entries} == {r.profile for r in out.results} == {request.param}
+    return out
 
 
 def entry(report: BenchReport, strategy: str, d_max: int) -> BenchEntry:

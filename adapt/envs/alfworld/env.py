@@ -73,6 +73,13 @@ class ALFWorld(BaseEnvironment):
     )
     prompt_package: ClassVar[str | None] = "adapt.envs.alfworld"
     state_fields: ClassVar[tuple[str, ...]] = ("current location", "current inventory")
+    #: profile ``paper``: the ADaPT paper's ALFWorld settings and its code's (token limits, the
+    #: planner's blank-line stop, roll-back of failed sub-tasks)
+    paper_profile: ClassVar[dict[str, dict[str, Any]]] = {
+        "executor": {"max_steps": 20, "patience": 5, "max_tokens": 100},
+        "planner": {"max_tokens": 400, "stop": ["\n\n"], "propagate_context": False},
+        "environment_config": {"rollback": True},
+    }
 
     def __init__(self, *, cache: bool = True) -> None:
         """``cache=False`` turns off the engine's caches (same behaviour, slower)."""

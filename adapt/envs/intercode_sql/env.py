@@ -147,6 +147,11 @@ class InterCodeSQL(BaseEnvironment):
     prompt_package: ClassVar[str | None] = "adapt.envs.intercode_sql"
     #: what StateAct tracks besides the goal
     state_fields: ClassVar[tuple[str, ...]] = ("tables inspected",)
+    #: profile ``paper``: InterCode's 10 turns and its observation format
+    paper_profile: ClassVar[dict[str, dict[str, Any]]] = {
+        "executor": {"max_steps": 10},
+        "environment_config": {"observation": "intercode"},
+    }
     #: sent by the engine when the turn limit ends a run before the episode did
     final_action: ClassVar[str | None] = "submit"
 

@@ -68,6 +68,15 @@ class TextCraft(BaseEnvironment):
     prompt_package: ClassVar[str | None] = "adapt.envs.textcraft"
     #: what the StateAct executor tracks each step (``current inventory: [oak planks] (4)``)
     state_fields: ClassVar[tuple[str, ...]] = ("current inventory",)
+    #: profile ``paper``: the ADaPT paper's TextCraft settings (20 steps, as the paper; the
+    #: authors' code runs 39), the authors' code where the paper is silent (see
+    #: docs/reproducing-the-papers.md)
+    paper_profile: ClassVar[dict[str, dict[str, Any]]] = {
+        "executor": {"max_steps": 20, "patience": 8, "max_tokens": 150,
+                     "self_assessment": "any_line"},
+        "planner": {"max_tokens": 800, "stop": [], "propagate_context": False},
+        "environment_config": {"prompts": "paper"},
+    }
 
     def __init__(self) -> None:
         self._book = load_book()

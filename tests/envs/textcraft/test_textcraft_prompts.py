@@ -138,3 +138,84 @@ def test_planner_examples_layout_and_count_arithmetic() -> None:
             _, count, item = goal.split(" ", 2)
             name = BOOK.resolve(item)
             assert name is not None and env.inventory.get(name, 0) >= int(count)
+
+
+# -- the paper prompt set (profile paper) ---------------------------------------------------------
+#: what the agent holds when each paper demo starts (its context line), reached by these actions
+PAPER_SETUP = {
+    "craft dark oak sign": ["get 2 bamboo", "craft 1 stick using 2 bamboo", "get 2 dark oak logs",
+                            "craft 4 dark oak planks using 1 dark oak logs",
+                            "craft 4 dark oak planks using 1 dark oak logs"],
+    "fetch 2 dark oak logs": ["get 2 bamboo", "craft 1 stick using 2 bamboo"],
+    "craft 2 oak planks": ["get 2 bamboo", "craft 1 stick using 2 bamboo"],
+}
+
+
+def paper(kind: str) -> str:
+    env = TextCraft()
+    env.reset(seed=0, prompts="paper")
+    return env.prompt_template(kind)
+
+
+@pytest.mark.parametrize("kind", ["executor", "planner"])
+def test_paper_templates_differ_from_the_default_and_keep_the_placeholders(kind: str) -> None:
+    text = paper(kind)
+    assert text != template(kind) and text.endswith(SUFFIX)
+    assert sorted(string.Template(text).get_identifiers()) == ["context", "task"]
+
+
+def test_paper_executor_demos_are_the_references_tasks_and_replay_exactly() -> None:
+    """Two atomic demonstrations (craft with the ingredients held, fetch) and one trajectory
+    (craft 2 oak planks, where the assumption that the ingredients are held is false), each
+    replayed through our environment from its context."""
+    intro, demos = blocks(paper("executor"))
+    for needle in ("get ", "craft ", "inventory", "think: ", "Task completed!", "Task failed!"):
+        assert needle in intro or needle in demos[-1], needle
+    env = TextCraft()
+    goals = []
+    for demo in demos:
+        demo = demo.split("\n\nThis example shows", 1)[0].split("\n\nNow comes", 1)[0]
+        demo = demo.rstrip("\n") + "\n"
+        commands, goal, tail = parse_task(demo)
+        goals.append(goal)
+        assert all(line in COMMANDS for line in commands)
+        env.reset(goal="craft dark oak sign", commands=commands)
+        for action in PAPER_SETUP[goal]:
+            assert not env.is_failure(env.step(action).observation)
+        assert tail[0] == env.step("inventory").observation  # the context line
+        lines = tail[1:-1]
+        assert len(lines) % 2 == 0
+        for action_line, observation in zip(lines[::2], lines[1::2], strict=True):
+            assert action_line.startswith("> ")
+            action = action_line[2:]
+            want = "OK." if action.startswith("think:") else env.step(action).observation
+            assert observation == want, action_line
+        assert "Input assumption" not in demo  # our words, not the reference's
+        assert lines[-2].startswith("> think:") and lines[-2].endswith("Task completed!")
+    assert goals == list(PAPER_SETUP)
+
+
+def test_paper_planner_examples_are_the_references_and_their_plans_work() -> None:
+    intro, examples = blocks(paper("planner"))
+    assert "ONE" in intro and len(examples) == 2
+    env = TextCraft()
+    goals = []
+    for example in examples:
+        example = example.split("\n\nNow comes", 1)[0].rstrip("\n") + "\n"
+        assert PLANNER_EXAMPLE.fullmatch(example), example
+        commands, goal, tail = parse_task(example)
+        goals.append(goal)
+        env.reset(goal="craft dark oak sign", commands=commands)
+        for step in (line.split(": ", 1)[1] for line in tail if line.startswith("Step ")):
+            if step.startswith("fetch "):
+                _, count, item = step.split(" ", 2)
+                for action in obtain(env, item, int(count)):
+                    assert not env.is_failure(env.step(action).observation)
+            else:
+                assert not env.is_failure(env.step(step).observation), step
+        if goal.startswith("fetch "):
+            _, count, item = goal.split(" ", 2)
+            assert env.inventory.get(BOOK.resolve(item) or "", 0) >= int(count)
+        else:
+            assert "dark_oak_sign" in env.inventory
+    assert goals == ["craft dark oak sign", "fetch 6 dark oak planks"]
