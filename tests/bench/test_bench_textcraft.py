@@ -111,10 +111,12 @@ def test_argument_errors_are_user_errors() -> None:
 def test_markdown_table(report: BenchReport) -> None:
     md = to_markdown(report)
     lines = md.splitlines()
-    header = next(i for i, line in enumerate(lines) if line.startswith("| strategy | model |"))
-    assert lines[header + 1].startswith("| :--- | :--- | ---: |")
+    header = next(i for i, line in enumerate(lines)
+                  if line.startswith("| strategy | profile | model |"))
+    assert lines[header + 1].startswith("| :--- | :--- | :--- | ---: |")
     rows = lines[header + 2 : header + 6]
     assert [r.split(" | ")[0] for r in rows] == ["| adapt", "| adapt", "| react", "| react"]
+    assert all(r.split(" | ")[1] == "default" for r in rows)  # every row names its profile
     assert all("(SIMULATED)" in r for r in rows)
     assert all(r.count("|") == lines[header].count("|") for r in rows)
     assert "depth 4: success · k_max" in lines[header]
@@ -144,7 +146,7 @@ def test_cli_writes_the_report_files(tmp_path: Path) -> None:
     assert "TextCraft benchmark" in out and "SIMULATED" in out
     data = json.loads((tmp_path / "report.json").read_text())
     assert len(data["entries"]) == 4 and data["seed"] == 3 and data["split"] == "test"
-    assert "| strategy | model |" in (tmp_path / "report.md").read_text()
+    assert "| strategy | profile | model |" in (tmp_path / "report.md").read_text()
     lines = [json.loads(x) for x in (tmp_path / "tasks.jsonl").read_text().splitlines()]
     assert len(lines) == 12 * 2 * 2
     assert {"id", "depth", "strategy", "d_max", "status", "reward", "success", "max_depth",
