@@ -36,8 +36,15 @@ from adapt.bench.report import (
     model_label,
     write_outputs,
 )
-from adapt.bench.textcraft import BenchModel, parse_d_max, parse_names, parse_strategies
+from adapt.bench.textcraft import (
+    BenchModel,
+    parse_d_max,
+    parse_names,
+    parse_profiles,
+    parse_strategies,
+)
 from adapt.engine import RunConfig, run_task
+from adapt.engine.profiles import apply_profile
 from adapt.engine.run import PriceFn
 from adapt.errors import InvalidConfig
 
@@ -140,19 +147,20 @@ def prepare(selected: Sequence[BenchGame]) -> float:
 
 
 async def _run_one(model: BenchModel, strategy: str, d_max: int, game: BenchGame,
-                   config: RunConfig, price: PriceFn | None) -> ALFWorldTaskRecord:
+                   config: RunConfig, price: PriceFn | None,
+                   env_extra: dict[str, Any]) -> ALFWorldTaskRecord:
     from adapt.envs.alfworld import ALFWorld
 
     env = ALFWorld()
     try:
-        result = await run_task(env, game.config, config, model.executor, model.planner,
-                                price=price)
+        result = await run_task(env, {**env_extra, **game.config}, config, model.executor,
+                                model.planner, price=price)
         item = env.goal
     finally:
         env.close()
     return ALFWorldTaskRecord(
         id=game.id, item=item, depth=0, task_type=game.task_type, strategy=strategy,
-        model=model.label, d_max=d_max, status=result.status, reward=result.reward,
+        profile=config.profile, model=model.label, d_max=d_max, status=result.status, reward=result.reward,
         success=result.success, max_depth=result.max_depth, nodes=result.nodes,
         usage=result.usage, usage_by_role=dict(sorted(result.usage_by_role.items())),
         wall_seconds=result.wall_seconds, error=result.error,
@@ -164,7 +172,7 @@ def _rate(n: int, d: int) -> float:
 
 
 def aggregate(records: Sequence[ALFWorldTaskRecord], *, model: ModelInfo, strategy: str,
-              d_max: int) -> ALFWorldEntry:
+              d_max: int, profile: str = "default") -> ALFWorldEntry:
     wins = [r for r in records if r.solved]
     by_type = {}
     for kind in TASK_TYPES:
@@ -178,7 +186,8 @@ def aggregate(records: Sequence[ALFWorldTaskRecord], *, model: ModelInfo, strate
         cost = None if cost is None or r.usage.cost_usd is None else cost + r.usage.cost_usd
     wall = sum(r.wall_seconds for r in records)
     return ALFWorldEntry(
-        strategy=strategy, model=model.label, simulated=model.simulated, d_max=d_max,
+        strategy=strategy, profile=profile, model=model.label, simulated=model.simulated,
+        d_max=d_max,
         tasks=len(records), successes=len(wins), success_rate=_rate(len(wins), len(records)),
         self_assessed_success_rate=_rate(sum(r.success for r in records), len(records)),
         by_type=by_type, llm_calls=sum(r.usage.llm_calls for r in records),
@@ -204,9 +213,15 @@ async def run_alfworld_bench_async(
     base_config: RunConfig | None = None,
     price: PriceFn | None = None,
     on_result: ResultCallback | None = None,
+    profiles: str | Sequence[str] = "default",
 ) -> ALFWorldBenchReport:
-    """Run every (model, strategy, d_max, game) and aggregate; see the module docstring."""
+    """Run every (model, profile, strategy, d_max, game) and aggregate; see the module
+    docstring. ``profiles``: ``default``, ``paper`` or both; the profile fills in what
+    ``base_config`` leaves unset (``paper``: roll-back of failed sub-tasks, token limits...)."""
+    from adapt.envs.alfworld import ALFWorld
+
     names = parse_strategies(strategies)
+    profile_names = parse_profiles(profiles)
     depths = parse_d_max(d_max)
     bench_models = [models] if isinstance(models, BenchModel) else list(models)
     if not bench_models:
@@ -215,16 +230,25 @@ async def run_alfworld_bench_async(
         raise InvalidConfig(f"--concurrency must be at least 1, got {concurrency}")
     selected = select_games(split, task_types, limit, data_dir)
     generation = prepare(selected)
-    base = (base_config or RunConfig()).model_dump()
-    configs = {(s, d): RunConfig.model_validate({**base, "strategy": s, "d_max": d, "seed": seed})
-               for s in names for d in depths}
+    base_config = base_config or RunConfig()
+    configs: dict[tuple[str, str, int], RunConfig] = {}
+    env_extras: dict[str, dict[str, Any]] = {}
+    for p in profile_names:
+        with_profile, env_extras[p] = apply_profile(
+            base_config.model_copy(update={"profile": p}), ALFWorld)
+        base = with_profile.model_dump()
+        for s in names:
+            for d in depths:
+                configs[p, s, d] = RunConfig.model_validate(
+                    {**base, "strategy": s, "d_max": d, "seed": seed})
     gate = asyncio.Semaphore(concurrency)
-    jobs = [(m, s, d, g) for m in bench_models for s in names for d in depths for g in selected]
+    jobs = [(m, p, s, d, g) for m in bench_models for p in profile_names for s in names
+            for d in depths for g in selected]
 
-    async def run(job: tuple[BenchModel, str, int, BenchGame]) -> ALFWorldTaskRecord:
-        m, s, d, g = job
+    async def run(job: tuple[BenchModel, str, str, int, BenchGame]) -> ALFWorldTaskRecord:
+        m, p, s, d, g = job
         async with gate:
-            record = await _run_one(m, s, d, g, configs[s, d], price)
+            record = await _run_one(m, s, d, g, configs[p, s, d], price, env_extras[p])
         if on_result is not None:
             on_result(record)
         return record
@@ -235,16 +259,19 @@ async def run_alfworld_bench_async(
     entries = []
     i = 0
     for m in bench_models:
-        for s in names:
-            for d in depths:
-                chunk = records[i : i + len(selected)]
-                i += len(selected)
-                entries.append(aggregate(chunk, model=m.info(), strategy=s, d_max=d))
+        for p in profile_names:
+            for s in names:
+                for d in depths:
+                    chunk = records[i : i + len(selected)]
+                    i += len(selected)
+                    entries.append(aggregate(chunk, model=m.info(), strategy=s, d_max=d,
+                                             profile=p))
     counts = Counter(g.task_type for g in selected)
     return ALFWorldBenchReport(
         split=split, task_type=None if task_types is None else ",".join(
             parse_task_types(task_types)),
-        limit=limit, seed=seed, concurrency=concurrency, strategies=names, d_max=depths,
+        limit=limit, seed=seed, concurrency=concurrency, strategies=names,
+        profiles=profile_names, d_max=depths,
         models=[m.info() for m in bench_models], simulated=any(m.simulated for m in bench_models),
         task_count=len(selected),
         tasks_by_type={k: counts[k] for k in [*TASK_TYPES, "unknown"] if counts[k]},
@@ -266,12 +293,12 @@ def _pct(rate: float) -> str:
 def table_rows(report: ALFWorldBenchReport) -> tuple[list[str], list[list[str]]]:
     """Headers and rows: one row per (strategy, model, d_max), success per task type."""
     kinds = [k for k in [*TASK_TYPES, "unknown"] if k in report.tasks_by_type]
-    headers = ["strategy", "model", "d_max", "tasks", "success",
+    headers = ["strategy", "profile", "model", "d_max", "tasks", "success",
                *(f"{k} (n={report.tasks_by_type[k]})" for k in kinds),
                "LLM calls", "tokens prompt/compl", "cost", "wall s"]
     rows = []
     for e in report.entries:
-        cells = [e.strategy, model_label(ModelInfo(label=e.model, executor="", planner="",
+        cells = [e.strategy, e.profile, model_label(ModelInfo(label=e.model, executor="", planner="",
                                                    simulated=e.simulated)),
                  str(e.d_max), str(e.tasks), f"{_pct(e.success_rate)} ({e.successes})"]
         for k in kinds:
@@ -305,7 +332,8 @@ def notes(report: ALFWorldBenchReport) -> list[str]:
 
 def to_markdown(report: ALFWorldBenchReport) -> str:
     headers, rows = table_rows(report)
-    return markdown_table(title(report), headers, rows, notes(report), left=("strategy", "model"))
+    return markdown_table(title(report), headers, rows, notes(report),
+                          left=("strategy", "profile", "model"))
 
 
 def print_alfworld_table(report: ALFWorldBenchReport, console: Any) -> None:

@@ -189,6 +189,9 @@ def bench_sql(
         "'openai:llama3@http://127.0.0.1:11434/v1' (default: the settings' model when an "
         "OpenAI key is set).")] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Task runs at once.")] = 8,
+    profile: Annotated[str, typer.Option(
+        "--profile", help="Comma-separated profiles to compare side by side: default, paper "
+        "(the published protocols; see docs/reproducing-the-papers.md).")] = "default",
     out: Annotated[Path | None, typer.Option(
         help="Write report.json, report.md and tasks.jsonl here.")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -210,7 +213,7 @@ def bench_sql(
         select_sql_tasks,
         write_sql_report,
     )
-    from adapt.bench.textcraft import BenchModel, parse_d_max
+    from adapt.bench.textcraft import BenchModel, parse_d_max, parse_profiles
     from adapt.llm.base import Usage
     from adapt.llm.pricing import Pricing
     from adapt.runlocal import load_models
@@ -219,6 +222,7 @@ def bench_sql(
     setup_logging(verbose)
     try:
         names = parse_designs(designs)
+        profiles = parse_profiles(profile)
         levels = parse_hardness(hardness)
         parse_d_max(d_max)
         settings = get_settings()
@@ -242,7 +246,7 @@ def bench_sql(
         TextColumn("[bold]intercode-sql"), BarColumn(), MofNCompleteColumn(),
         TextColumn("success {task.fields[rate]}"), TimeElapsedColumn(), console=err,
     )
-    bar = progress.add_task("bench", total=len(selected) * len(names), rate="–")
+    bar = progress.add_task("bench", total=len(selected) * len(names) * len(profiles), rate="–")
 
     def on_result(record: SQLTaskRecord) -> None:
         nonlocal done, wins
@@ -255,7 +259,7 @@ def bench_sql(
             report = run_sql_bench(
                 path, models=bench_model, hardness=levels, db=db, limit=limit, designs=names,
                 d_max=d_max, concurrency=concurrency, price=price, task_list=selected,
-                on_result=on_result,
+                on_result=on_result, profiles=profiles,
             )
     except UserError as exc:
         fail(str(exc))
@@ -363,6 +367,9 @@ def bench_alfworld(
     planner_model: Annotated[str | None, typer.Option("--planner-model")] = None,
     concurrency: Annotated[int, typer.Option(min=1, help="Task runs at once.")] = 4,
     seed: Annotated[int, typer.Option(help="RunConfig.seed for every run.")] = 0,
+    profile: Annotated[str, typer.Option(
+        "--profile", help="Comma-separated profiles to compare side by side: default, paper "
+        "(the published protocols; see docs/reproducing-the-papers.md).")] = "default",
     out: Annotated[Path | None, typer.Option(
         help="Write report.json, report.md and tasks.jsonl here.")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -374,7 +381,7 @@ def bench_alfworld(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from adapt.bench.textcraft import parse_d_max, parse_strategies
+    from adapt.bench.textcraft import parse_d_max, parse_profiles, parse_strategies
 
     setup_logging(verbose)
     try:  # without the extra, importing the environment says how to install it
@@ -391,6 +398,7 @@ def bench_alfworld(
 
     try:
         names = parse_strategies(strategies)
+        profiles = parse_profiles(profile)
         depths = parse_d_max(d_max)
         selected = select_games(split, task_type, limit, data_dir)
         bench_models, price = load_bench_models(model, executor_model, planner_model)
@@ -399,7 +407,7 @@ def bench_alfworld(
     except UserError as exc:
         fail(str(exc))
 
-    total = len(selected) * len(names) * len(depths) * len(bench_models)
+    total = len(selected) * len(names) * len(depths) * len(bench_models) * len(profiles)
     done = wins = 0
     progress = Progress(TextColumn("[bold]alfworld"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("success {task.fields[rate]}"), TimeElapsedColumn(),
@@ -418,7 +426,7 @@ def bench_alfworld(
             report = run_alfworld_bench(
                 split=split, task_types=task_type, limit=limit, data_dir=data_dir,
                 strategies=names, d_max=depths, models=bench_models, concurrency=concurrency,
-                seed=seed, price=price, on_result=on_result)
+                seed=seed, price=price, on_result=on_result, profiles=profiles)
     except UserError as exc:
         fail(str(exc))
     print_alfworld_table(report, Console())

@@ -29,6 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import BaseModel, Field
 from rich.console import Console
@@ -45,8 +46,9 @@ from adapt.bench.report import (
     model_label,
     write_outputs,
 )
-from adapt.bench.textcraft import BenchModel, _items, parse_d_max, parse_names
+from adapt.bench.textcraft import BenchModel, _items, parse_d_max, parse_names, parse_profiles
 from adapt.engine import MemorySink, RunConfig, run_task
+from adapt.engine.profiles import apply_profile
 from adapt.engine.run import PriceFn
 from adapt.engine.tree import UsageTotals
 from adapt.envs.intercode_sql import InterCodeSQL
@@ -85,6 +87,8 @@ class SQLTaskRecord(BaseModel):
     db: str
     hardness: str
     design: str
+    #: ``default`` or ``paper`` (the published protocols)
+    profile: str = "default"
     model: str
     d_max: int
     status: str
@@ -121,6 +125,7 @@ class SQLBenchEntry(LevelStats):
     """Aggregates for one (design, model, d_max): overall and per hardness level."""
 
     design: str
+    profile: str = "default"
     strategy: str
     executor: str
     model: str
@@ -140,6 +145,7 @@ class SQLBenchReport(BaseModel):
     limit: int | None = None
     concurrency: int
     designs: list[str]
+    profiles: list[str] = Field(default_factory=lambda: ["default"])
     d_max: int
     models: list[ModelInfo]
     task_count: int
@@ -225,21 +231,22 @@ class _Job:
     model: BenchModel
     design: str
     task: Task
+    profile: str = "default"
 
 
 async def _run_one(job: _Job, config: RunConfig, d_max: int, env_factory: EnvFactory,
-                   price: PriceFn | None) -> SQLTaskRecord:
+                   price: PriceFn | None, env_extra: dict[str, Any]) -> SQLTaskRecord:
     sink = MemorySink()
     env = env_factory()
     try:
-        result = await run_task(env, job.task.config, config, job.model.executor,
-                                job.model.planner, sink=sink, price=price)
+        result = await run_task(env, {**env_extra, **job.task.config}, config,
+                                job.model.executor, job.model.planner, sink=sink, price=price)
     finally:
         env.close()
     turns, executes, failed = count_actions(sink)
     return SQLTaskRecord(
         id=job.task.id, db=job.task.db, hardness=job.task.hardness, design=job.design,
-        model=job.model.label, d_max=d_max, status=result.status, reward=result.reward,
+        profile=job.profile, model=job.model.label, d_max=d_max, status=result.status, reward=result.reward,
         turns=turns, executes=executes, execute_errors=failed, usage=result.usage,
         wall_seconds=result.wall_seconds, error=result.error,
     )
@@ -269,12 +276,12 @@ def _level(records: Sequence[SQLTaskRecord]) -> LevelStats:
 
 
 def aggregate_sql(records: Sequence[SQLTaskRecord], *, design: str, model: ModelInfo,
-                  d_max: int) -> SQLBenchEntry:
+                  d_max: int, profile: str = "default") -> SQLBenchEntry:
     strategy, kind = DESIGNS[design]
     levels = [h for h in HARDNESS if any(r.hardness == h for r in records)]
     return SQLBenchEntry(
         **_level(records).model_dump(),
-        design=design, strategy=strategy, executor=kind, model=model.label,
+        design=design, profile=profile, strategy=strategy, executor=kind, model=model.label,
         simulated=model.simulated, d_max=d_max,
         by_hardness={h: _level([r for r in records if r.hardness == h]) for h in levels},
         statuses=dict(sorted(Counter(r.status for r in records).items())),
@@ -298,9 +305,11 @@ async def run_sql_bench_async(
     env_factory: EnvFactory | None = None,
     task_list: Sequence[Task] | None = None,
     on_result: ResultCallback | None = None,
+    profiles: str | Sequence[str] = "default",
 ) -> SQLBenchReport:
-    """Run every (model, design, task) and aggregate; see :func:`run_sql_bench`."""
+    """Run every (model, profile, design, task) and aggregate; see :func:`run_sql_bench`."""
     names = parse_designs(designs)
+    profile_names = parse_profiles(profiles)
     (depth,) = parse_d_max(d_max)
     bench_models = [models] if isinstance(models, BenchModel) else list(models)
     if not bench_models:
@@ -312,19 +321,25 @@ async def run_sql_bench_async(
     if not selected:
         raise InvalidConfig("no tasks selected")
     factory: EnvFactory = env_factory or InterCodeSQL
-    base_data = (base_config or RunConfig()).model_dump()
-    configs = {
-        name: RunConfig.model_validate(
-            {**base_data, "strategy": DESIGNS[name][0], "d_max": depth,
-             "executor": {**base_data["executor"], "kind": DESIGNS[name][1]}})
-        for name in names
-    }
-    jobs = [_Job(m, d, t) for m in bench_models for d in names for t in selected]
+    base = base_config or RunConfig()
+    configs: dict[tuple[str, str], RunConfig] = {}
+    env_extras: dict[str, dict[str, Any]] = {}
+    for p in profile_names:
+        with_profile, env_extras[p] = apply_profile(base.model_copy(update={"profile": p}),
+                                                    InterCodeSQL)
+        data = with_profile.model_dump()
+        for name in names:
+            configs[p, name] = RunConfig.model_validate(
+                {**data, "strategy": DESIGNS[name][0], "d_max": depth,
+                 "executor": {**data["executor"], "kind": DESIGNS[name][1]}})
+    jobs = [_Job(m, d, t, p) for m in bench_models for p in profile_names for d in names
+            for t in selected]
     gate = asyncio.Semaphore(concurrency)
 
     async def run(job: _Job) -> SQLTaskRecord:
         async with gate:
-            record = await _run_one(job, configs[job.design], depth, factory, price)
+            record = await _run_one(job, configs[job.profile, job.design], depth, factory,
+                                    price, env_extras[job.profile])
         if on_result is not None:
             on_result(record)
         return record
@@ -334,14 +349,16 @@ async def run_sql_bench_async(
     elapsed = time.monotonic() - started
 
     entries: list[SQLBenchEntry] = []
-    for i, (m, d) in enumerate((m, d) for m in bench_models for d in names):
+    combos = [(m, p, d) for m in bench_models for p in profile_names for d in names]
+    for i, (m, p, d) in enumerate(combos):
         chunk = records[i * len(selected) : (i + 1) * len(selected)]
-        entries.append(aggregate_sql(chunk, design=d, model=m.info(), d_max=depth))
+        entries.append(aggregate_sql(chunk, design=d, model=m.info(), d_max=depth, profile=p))
     counts = Counter(t.hardness for t in selected)
     levels = parse_hardness(hardness)
     return SQLBenchReport(
         data=str(path), hardness=levels, db=db, limit=limit, concurrency=concurrency,
-        designs=names, d_max=depth, models=[m.info() for m in bench_models],
+        designs=names, profiles=profile_names, d_max=depth,
+        models=[m.info() for m in bench_models],
         task_count=len(selected),
         tasks_by_hardness={h: counts[h] for h in HARDNESS if counts[h]},
         elapsed_seconds=elapsed, entries=entries, results=records,
@@ -363,8 +380,9 @@ def run_sql_bench(
     env_factory: EnvFactory | None = None,
     task_list: Sequence[Task] | None = None,
     on_result: ResultCallback | None = None,
+    profiles: str | Sequence[str] = "default",
 ) -> SQLBenchReport:
-    """Benchmark ``designs`` x ``models`` on the InterCode-SQL tasks at ``path``.
+    """Benchmark ``designs`` x ``models`` x ``profiles`` (``default``, ``paper``) on the InterCode-SQL tasks at ``path``.
 
     ``hardness`` (``"easy,medium"``; default all), ``db`` and ``limit`` select the tasks
     (``task_list`` overrides them). ``env_factory`` makes one environment per task run
@@ -375,7 +393,7 @@ def run_sql_bench(
     return asyncio.run(run_sql_bench_async(
         path, models=models, hardness=hardness, db=db, limit=limit, designs=designs,
         d_max=d_max, concurrency=concurrency, base_config=base_config, price=price,
-        env_factory=env_factory, task_list=task_list, on_result=on_result,
+        env_factory=env_factory, task_list=task_list, on_result=on_result, profiles=profiles,
     ))
 
 
@@ -390,11 +408,13 @@ def _level_cells(s: LevelStats) -> list[str]:
 def sql_table_rows(report: SQLBenchReport) -> tuple[list[str], list[list[str]]]:
     """One row per (design, model, level), the level ``all`` last for each."""
     several = len(report.models) > 1
-    headers = ["design", *(["model"] if several else []), "hardness", "success", "mean reward",
+    headers = ["design", "profile", *(["model"] if several else []), "hardness", "success",
+               "mean reward",
                "mean turns", "error rate", "LLM calls", "tokens prompt/compl", "cost"]
     rows: list[list[str]] = []
     for e in report.entries:
-        head = [e.design, *([e.model + (" (SIMULATED)" if e.simulated else "")] if several else [])]
+        head = [e.design, e.profile,
+                *([e.model + (" (SIMULATED)" if e.simulated else "")] if several else [])]
         for level, stats in [*e.by_hardness.items(), ("all", e)]:
             rows.append([*head, level, *_level_cells(stats)])
     return headers, rows
@@ -425,8 +445,8 @@ def render_sql_table(report: SQLBenchReport) -> Table:
     headers, rows = sql_table_rows(report)
     table = Table(title=sql_title(report), title_justify="left")
     for h in headers:
-        table.add_column(h, justify="left" if h in ("design", "model", "hardness") else "right",
-                         overflow="fold")
+        left = h in ("design", "profile", "model", "hardness")
+        table.add_column(h, justify="left" if left else "right", overflow="fold")
     for row in rows:
         table.add_row(*row)
     return table
@@ -447,7 +467,7 @@ def print_sql_table(report: SQLBenchReport, console: Console) -> None:
 def sql_to_markdown(report: SQLBenchReport) -> str:
     headers, rows = sql_table_rows(report)
     return markdown_table(sql_title(report), headers, rows, sql_notes(report),
-                          left=("design", "model", "hardness"))
+                          left=("design", "profile", "model", "hardness"))
 
 
 def write_sql_report(report: SQLBenchReport, out_dir: Path) -> list[Path]:

@@ -135,6 +135,15 @@ def _reset_for_trial(run: Run) -> None:
     run.context = None
 
 
+def trial_succeeded(run: Run, result: ExecutionResult) -> bool:
+    """Whether a trial succeeded: by the environment's reward when the environment gives one
+    (``success_reward``; a false "Task completed!" does not count), else by the executor."""
+    threshold = getattr(run.env, "success_reward", None)
+    if threshold is None:
+        return result.success
+    return result.reward >= float(threshold)
+
+
 def reflections_block(reflections: list[str]) -> str | None:
     if not reflections:
         return None
@@ -180,18 +189,26 @@ async def try_again_strategy(run: Run, goal: str, task: str) -> Node:
     Root: a ``group`` node (logic ``or``, depth 1); children: ``task`` nodes labelled
     ``trial N`` at depth 1, each after resetting the environment to the task's start. Trial 1
     uses the configured executor temperature, later trials 0.7 (Appendix A), so they can differ.
+    A trial succeeds by the environment's reward when the environment gives one (see
+    :func:`trial_succeeded`): a false "Task completed!" does not stop the trials. Each trial
+    node records its reward and the executor's self-assessment; the root's reward is the best
+    trial's.
     """
     controller = AdaptController(run)
     root = await _trials_root(run, goal)
     ok = False
+    best = 0.0
     for number in range(1, run.config.d_max + 1):
         temperature = run.config.executor.temperature if number == 1 else RETRY_TEMPERATURE
         with _executor_temperature(run, temperature):
             node, result, _ = await _trial(run, controller, root, number, task)
-        await controller.finish(node, result.success)
-        if result.success:
+        best = max(best, result.reward)
+        succeeded = trial_succeeded(run, result)
+        await controller.finish(node, succeeded)
+        if succeeded:
             ok = True
             break
+    await run.update(root, reward=best)
     await controller.finish(root, ok)
     return root
 
@@ -221,17 +238,21 @@ async def reflexion_strategy(run: Run, goal: str, task: str) -> Node:
     is stored as the failed trial's ``context_out`` (what the trial hands on) and the call is
     recorded on that node. Later trials get every reflection so far in their executor prompt,
     under ``Reflections from earlier failed attempts:``; their ``context_in`` shows that text.
-    The executor temperature is the configured one for every trial.
+    The executor temperature is the configured one for every trial. A trial succeeds by the
+    environment's reward when the environment gives one (:func:`trial_succeeded`), so a trial
+    that claims success without reward is reflected on too.
     """
     _require_template(run, "reflection", "reflexion")
     controller = AdaptController(run)
     root = await _trials_root(run, goal)
     reflections: list[str] = []
     ok = False
+    best = 0.0
     for number in range(1, run.config.d_max + 1):
         context = reflections_block(reflections)
         node, result, steps = await _trial(run, controller, root, number, task, context)
-        if result.success:
+        best = max(best, result.reward)
+        if trial_succeeded(run, result):
             await controller.finish(node, True)
             ok = True
             break
@@ -240,5 +261,6 @@ async def reflexion_strategy(run: Run, goal: str, task: str) -> Node:
             reflection = await reflect(run, node, task, context, steps)
             reflections.append(reflection)
             await run.update(node, context_out=reflection)
+    await run.update(root, reward=best)
     await controller.finish(root, ok)
     return root

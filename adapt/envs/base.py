@@ -83,6 +83,10 @@ class BaseEnvironment:
     state_fields: ClassVar[tuple[str, ...]] = ()
     #: package holding ``prompts/<kind>.txt`` files
     prompt_package: ClassVar[str | None] = None
+    #: the reward at or above which an episode succeeded, when the environment gives such a
+    #: verdict (TextCraft, ALFWorld, InterCode-SQL: 1.0); ``None``: it does not, and trials
+    #: (``try_again``, ``reflexion``) count the executor's own verdict
+    success_reward: ClassVar[float | None] = None
     #: an action the engine sends when a task ends (turn limit, failure) before the episode is
     #: done, so its last state is scored (InterCode-SQL: ``submit``); ``None``: nothing
     final_action: ClassVar[str | None] = None

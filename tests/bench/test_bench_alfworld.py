@@ -97,3 +97,17 @@ def test_the_command_fails_clearly_on_bad_options() -> None:
     out = CliRunner().invoke(app, ["bench", "alfworld", "--task-type", "juggle"])
     assert out.exit_code == 2 and "unknown task type 'juggle'" in out.output
     assert "Traceback" not in out.output
+
+
+def test_profiles_side_by_side() -> None:
+    """--profile default,paper on ALFWorld: every row names its profile; under paper the games
+    run with roll-back of failed sub-tasks and win by their walkthrough all the same."""
+    games = select_games("dev", limit=2)
+    oracle = walkthrough_model("dev", [int(g.config["index"]) for g in games])
+    report = run_alfworld_bench(split="dev", limit=2, strategies="react", d_max=1,
+                                models=BenchModel(oracle, oracle), profiles="default,paper")
+    assert report.profiles == ["default", "paper"]
+    assert [(e.profile, e.success_rate) for e in report.entries] == [("default", 1.0),
+                                                                      ("paper", 1.0)]
+    assert [r.profile for r in report.results] == ["default"] * 2 + ["paper"] * 2
+    assert "| react | paper |" in to_markdown(report)

@@ -94,7 +94,7 @@ def test_react_solves_every_level(solvable: list[Task], server: Any, data_dir: P
     assert report.tasks_by_hardness == {h: PER_LEVEL for h in entry.by_hardness}
     assert all(r.turns == 2 and r.executes == 1 for r in report.results)
     md = sql_to_markdown(report)
-    assert "| react | easy | 100.0%" in md and "| react | all | 100.0%" in md
+    assert "| react | default | easy | 100.0%" in md and "| react | default | all | 100.0%" in md
     paths = write_sql_report(report, tmp_path)
     data = json.loads(paths[0].read_text())
     assert data["entries"][0]["by_hardness"]["easy"]["success_rate"] == 1.0
@@ -152,3 +152,18 @@ def test_cli_unknown_design_exits_2(tmp_path: Path) -> None:
                                       "--model", "openai:gpt-4o-mini"])
     assert result.exit_code == 2, result.output
     assert "unknown design 'nope'" in result.output and "Traceback" not in result.output
+
+
+def test_profiles_side_by_side(solvable: list[Task], server: Any, data_dir: Path) -> None:
+    """--profile default,paper: one entry per profile, every row and record names its profile;
+    the gold answers score 1 under InterCode's observation format too."""
+    golds = {t.question: t.gold for t in solvable}
+    model = gold_model(golds)
+    report = run_sql_bench(data_dir, models=BenchModel(model, model), designs="react",
+                           task_list=solvable[:2], concurrency=2, profiles="default,paper",
+                           env_factory=lambda: env_factory(server))
+    assert report.profiles == ["default", "paper"]
+    assert [e.profile for e in report.entries] == ["default", "paper"]
+    assert [r.profile for r in report.results] == ["default"] * 2 + ["paper"] * 2
+    assert all(e.success_rate == 1.0 for e in report.entries)
+    assert "| react | paper | all | 100.0%" in sql_to_markdown(report)

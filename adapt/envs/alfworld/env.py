@@ -73,6 +73,8 @@ class ALFWorld(BaseEnvironment):
     )
     prompt_package: ClassVar[str | None] = "adapt.envs.alfworld"
     state_fields: ClassVar[tuple[str, ...]] = ("current location", "current inventory")
+    #: reward 1 means the goal holds (trials count it, not the executor's claim)
+    success_reward: ClassVar[float | None] = 1.0
     #: profile ``paper``: the ADaPT paper's ALFWorld settings and its code's (token limits, the
     #: planner's blank-line stop, roll-back of failed sub-tasks)
     paper_profile: ClassVar[dict[str, dict[str, Any]]] = {

@@ -147,6 +147,8 @@ class InterCodeSQL(BaseEnvironment):
     prompt_package: ClassVar[str | None] = "adapt.envs.intercode_sql"
     #: what StateAct tracks besides the goal
     state_fields: ClassVar[tuple[str, ...]] = ("tables inspected",)
+    #: reward 1 means the goal holds (trials count it, not the executor's claim)
+    success_reward: ClassVar[float | None] = 1.0
     #: profile ``paper``: InterCode's 10 turns and its observation format
     paper_profile: ClassVar[dict[str, dict[str, Any]]] = {
         "executor": {"max_steps": 10},

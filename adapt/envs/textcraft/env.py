@@ -68,6 +68,8 @@ class TextCraft(BaseEnvironment):
     prompt_package: ClassVar[str | None] = "adapt.envs.textcraft"
     #: what the StateAct executor tracks each step (``current inventory: [oak planks] (4)``)
     state_fields: ClassVar[tuple[str, ...]] = ("current inventory",)
+    #: reward 1 means the goal holds (trials count it, not the executor's claim)
+    success_reward: ClassVar[float | None] = 1.0
     #: profile ``paper``: the ADaPT paper's TextCraft settings (20 steps, as the paper; the
     #: authors' code runs 39), the authors' code where the paper is silent (see
     #: docs/reproducing-the-papers.md)
