@@ -39,6 +39,7 @@ from adapt.bench.report import (
 from adapt.bench.textcraft import (
     BenchModel,
     parse_d_max,
+    parse_executor_kinds,
     parse_names,
     parse_profiles,
     parse_strategies,
@@ -61,6 +62,8 @@ class ALFWorldTaskRecord(TaskRecord):
     """One task run (a line of ``tasks.jsonl``); ``item`` is the task sentence."""
 
     task_type: str
+    #: the executor design (``RunConfig.executor.kind``)
+    executor: str = "react"
 
 
 class TypeStats(BaseModel):
@@ -73,10 +76,12 @@ class ALFWorldEntry(EntryBase):
     """Aggregates for one (strategy, model, d_max) on ALFWorld."""
 
     by_type: dict[str, TypeStats]
+    executor: str = "react"
 
 
 class ALFWorldBenchReport(ReportBase):
     environment: str = "alfworld"
+    executors: list[str] = Field(default_factory=lambda: ["react"])
     task_type: str | None = None
     tasks_by_type: dict[str, int]
     #: generating (and validating) the generated games before the runs
@@ -160,7 +165,7 @@ async def _run_one(model: BenchModel, strategy: str, d_max: int, game: BenchGame
         env.close()
     return ALFWorldTaskRecord(
         id=game.id, item=item, depth=0, task_type=game.task_type, strategy=strategy,
-        profile=config.profile, model=model.label, d_max=d_max, status=result.status, reward=result.reward,
+        profile=config.profile, executor=config.executor.kind, model=model.label, d_max=d_max, status=result.status, reward=result.reward,
         success=result.success, max_depth=result.max_depth, nodes=result.nodes,
         usage=result.usage, usage_by_role=dict(sorted(result.usage_by_role.items())),
         wall_seconds=result.wall_seconds, error=result.error,
@@ -172,7 +177,7 @@ def _rate(n: int, d: int) -> float:
 
 
 def aggregate(records: Sequence[ALFWorldTaskRecord], *, model: ModelInfo, strategy: str,
-              d_max: int, profile: str = "default") -> ALFWorldEntry:
+              d_max: int, profile: str = "default", executor: str = "react") -> ALFWorldEntry:
     wins = [r for r in records if r.solved]
     by_type = {}
     for kind in TASK_TYPES:
@@ -186,8 +191,8 @@ def aggregate(records: Sequence[ALFWorldTaskRecord], *, model: ModelInfo, strate
         cost = None if cost is None or r.usage.cost_usd is None else cost + r.usage.cost_usd
     wall = sum(r.wall_seconds for r in records)
     return ALFWorldEntry(
-        strategy=strategy, profile=profile, model=model.label, simulated=model.simulated,
-        d_max=d_max,
+        strategy=strategy, profile=profile, executor=executor, model=model.label,
+        simulated=model.simulated, d_max=d_max,
         tasks=len(records), successes=len(wins), success_rate=_rate(len(wins), len(records)),
         self_assessed_success_rate=_rate(sum(r.success for r in records), len(records)),
         by_type=by_type, llm_calls=sum(r.usage.llm_calls for r in records),
@@ -214,6 +219,7 @@ async def run_alfworld_bench_async(
     price: PriceFn | None = None,
     on_result: ResultCallback | None = None,
     profiles: str | Sequence[str] = "default",
+    executor_kind: str | Sequence[str] = "react",
 ) -> ALFWorldBenchReport:
     """Run every (model, profile, strategy, d_max, game) and aggregate; see the module
     docstring. ``profiles``: ``default``, ``paper`` or both; the profile fills in what
@@ -222,6 +228,7 @@ async def run_alfworld_bench_async(
 
     names = parse_strategies(strategies)
     profile_names = parse_profiles(profiles)
+    kinds = parse_executor_kinds(executor_kind)
     depths = parse_d_max(d_max)
     bench_models = [models] if isinstance(models, BenchModel) else list(models)
     if not bench_models:
@@ -231,24 +238,25 @@ async def run_alfworld_bench_async(
     selected = select_games(split, task_types, limit, data_dir)
     generation = prepare(selected)
     base_config = base_config or RunConfig()
-    configs: dict[tuple[str, str, int], RunConfig] = {}
+    configs: dict[tuple[str, str, int, str], RunConfig] = {}
     env_extras: dict[str, dict[str, Any]] = {}
+    base_data = base_config.model_dump(exclude_unset=True)
     for p in profile_names:
-        with_profile, env_extras[p] = apply_profile(
-            base_config.model_copy(update={"profile": p}), ALFWorld)
-        base = with_profile.model_dump()
         for s in names:
             for d in depths:
-                configs[p, s, d] = RunConfig.model_validate(
-                    {**base, "strategy": s, "d_max": d, "seed": seed})
+                for k in kinds:
+                    chosen = RunConfig.model_validate(
+                        {**base_data, "profile": p, "strategy": s, "d_max": d, "seed": seed,
+                         "executor": {**base_data.get("executor", {}), "kind": k}})
+                    configs[p, s, d, k], env_extras[p] = apply_profile(chosen, ALFWorld)
     gate = asyncio.Semaphore(concurrency)
-    jobs = [(m, p, s, d, g) for m in bench_models for p in profile_names for s in names
-            for d in depths for g in selected]
+    jobs = [(m, p, s, d, k, g) for m in bench_models for p in profile_names for s in names
+            for d in depths for k in kinds for g in selected]
 
-    async def run(job: tuple[BenchModel, str, str, int, BenchGame]) -> ALFWorldTaskRecord:
-        m, p, s, d, g = job
+    async def run(job: tuple[BenchModel, str, str, int, str, BenchGame]) -> ALFWorldTaskRecord:
+        m, p, s, d, k, g = job
         async with gate:
-            record = await _run_one(m, s, d, g, configs[p, s, d], price, env_extras[p])
+            record = await _run_one(m, s, d, g, configs[p, s, d, k], price, env_extras[p])
         if on_result is not None:
             on_result(record)
         return record
@@ -262,16 +270,17 @@ async def run_alfworld_bench_async(
         for p in profile_names:
             for s in names:
                 for d in depths:
-                    chunk = records[i : i + len(selected)]
-                    i += len(selected)
-                    entries.append(aggregate(chunk, model=m.info(), strategy=s, d_max=d,
-                                             profile=p))
+                    for k in kinds:
+                        chunk = records[i : i + len(selected)]
+                        i += len(selected)
+                        entries.append(aggregate(chunk, model=m.info(), strategy=s, d_max=d,
+                                                 profile=p, executor=k))
     counts = Counter(g.task_type for g in selected)
     return ALFWorldBenchReport(
         split=split, task_type=None if task_types is None else ",".join(
             parse_task_types(task_types)),
         limit=limit, seed=seed, concurrency=concurrency, strategies=names,
-        profiles=profile_names, d_max=depths,
+        profiles=profile_names, executors=kinds, d_max=depths,
         models=[m.info() for m in bench_models], simulated=any(m.simulated for m in bench_models),
         task_count=len(selected),
         tasks_by_type={k: counts[k] for k in [*TASK_TYPES, "unknown"] if counts[k]},
@@ -298,7 +307,8 @@ def table_rows(report: ALFWorldBenchReport) -> tuple[list[str], list[list[str]]]
                "LLM calls", "tokens prompt/compl", "cost", "wall s"]
     rows = []
     for e in report.entries:
-        cells = [e.strategy, e.profile, model_label(ModelInfo(label=e.model, executor="", planner="",
+        name = e.strategy if len(report.executors) == 1 else f"{e.strategy} · {e.executor}"
+        cells = [name, e.profile, model_label(ModelInfo(label=e.model, executor="", planner="",
                                                    simulated=e.simulated)),
                  str(e.d_max), str(e.tasks), f"{_pct(e.success_rate)} ({e.successes})"]
         for k in kinds:

@@ -370,6 +370,8 @@ def bench_alfworld(
     profile: Annotated[str, typer.Option(
         "--profile", help="Comma-separated profiles to compare side by side: default, paper "
         "(the published protocols; see docs/reproducing-the-papers.md).")] = "default",
+    executors: Annotated[str, typer.Option(
+        help="Comma-separated executor designs to compare, e.g. react,stateact.")] = "react",
     out: Annotated[Path | None, typer.Option(
         help="Write report.json, report.md and tasks.jsonl here.")] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
@@ -381,7 +383,12 @@ def bench_alfworld(
     """
     from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-    from adapt.bench.textcraft import parse_d_max, parse_profiles, parse_strategies
+    from adapt.bench.textcraft import (
+        parse_d_max,
+        parse_executor_kinds,
+        parse_profiles,
+        parse_strategies,
+    )
 
     setup_logging(verbose)
     try:  # without the extra, importing the environment says how to install it
@@ -399,6 +406,7 @@ def bench_alfworld(
     try:
         names = parse_strategies(strategies)
         profiles = parse_profiles(profile)
+        kinds = parse_executor_kinds(executors)
         depths = parse_d_max(d_max)
         selected = select_games(split, task_type, limit, data_dir)
         bench_models, price = load_bench_models(model, executor_model, planner_model)
@@ -407,7 +415,8 @@ def bench_alfworld(
     except UserError as exc:
         fail(str(exc))
 
-    total = len(selected) * len(names) * len(depths) * len(bench_models) * len(profiles)
+    total = (len(selected) * len(names) * len(depths) * len(bench_models) * len(profiles)
+             * len(kinds))
     done = wins = 0
     progress = Progress(TextColumn("[bold]alfworld"), BarColumn(), MofNCompleteColumn(),
                         TextColumn("success {task.fields[rate]}"), TimeElapsedColumn(),
@@ -426,7 +435,8 @@ def bench_alfworld(
             report = run_alfworld_bench(
                 split=split, task_types=task_type, limit=limit, data_dir=data_dir,
                 strategies=names, d_max=depths, models=bench_models, concurrency=concurrency,
-                seed=seed, price=price, on_result=on_result, profiles=profiles)
+                seed=seed, price=price, on_result=on_result, profiles=profiles,
+                executor_kind=kinds)
     except UserError as exc:
         fail(str(exc))
     print_alfworld_table(report, Console())

@@ -324,14 +324,13 @@ async def run_sql_bench_async(
     base = base_config or RunConfig()
     configs: dict[tuple[str, str], RunConfig] = {}
     env_extras: dict[str, dict[str, Any]] = {}
+    base_data = base.model_dump(exclude_unset=True)
     for p in profile_names:
-        with_profile, env_extras[p] = apply_profile(base.model_copy(update={"profile": p}),
-                                                    InterCodeSQL)
-        data = with_profile.model_dump()
         for name in names:
-            configs[p, name] = RunConfig.model_validate(
-                {**data, "strategy": DESIGNS[name][0], "d_max": depth,
-                 "executor": {**data["executor"], "kind": DESIGNS[name][1]}})
+            chosen = RunConfig.model_validate(
+                {**base_data, "profile": p, "strategy": DESIGNS[name][0], "d_max": depth,
+                 "executor": {**base_data.get("executor", {}), "kind": DESIGNS[name][1]}})
+            configs[p, name], env_extras[p] = apply_profile(chosen, InterCodeSQL)
     jobs = [_Job(m, d, t, p) for m in bench_models for p in profile_names for d in names
             for t in selected]
     gate = asyncio.Semaphore(concurrency)

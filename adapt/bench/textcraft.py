@@ -306,17 +306,19 @@ async def run_bench_async(
             for d in depths for k in kinds for t in selected]
     configs: dict[tuple[str, str, int, str], RunConfig] = {}
     env_extras: dict[str, dict[str, Any]] = {}
+    base_data = base.model_dump(exclude_unset=True)
     for p in profile_names:
-        # the profile fills in what the base config (the command line) left unset
-        with_profile, env_extras[p] = apply_profile(base.model_copy(update={"profile": p}),
-                                                    TextCraft, env_extra)
-        data = with_profile.model_dump()
-        for s in names:
-            for d in depths:
-                for k in kinds:
+        for k in kinds:
+            # the profile fills in what the base config (the command line) left unset
+            chosen = RunConfig.model_validate(
+                {**base_data, "profile": p,
+                 "executor": {**base_data.get("executor", {}), "kind": k}})
+            with_profile, env_extras[p] = apply_profile(chosen, TextCraft, env_extra)
+            data = with_profile.model_dump(exclude_unset=True)
+            for s in names:
+                for d in depths:
                     configs[p, s, d, k] = RunConfig.model_validate(
-                        {**data, "strategy": s, "d_max": d, "seed": seed,
-                         "executor": {**data["executor"], "kind": k}})
+                        {**data, "strategy": s, "d_max": d, "seed": seed})
     gate = asyncio.Semaphore(concurrency)
 
     async def run(job: _Job) -> ExecutorTaskRecord:

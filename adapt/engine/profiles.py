@@ -8,6 +8,7 @@ its paper (or, where the paper is silent, the authors' code) uses in ``paper_pro
         "executor": {"max_steps": 20, "patience": 8, "max_tokens": 150},
         "planner": {"max_tokens": 800, "propagate_context": False},
         "environment_config": {"prompts": "paper"},
+        "by_executor": {"stateact": {"max_steps": 50}},  # per executor kind, over "executor"
     }
 
 Settings given explicitly win over the profile's: :func:`apply_profile` only fills the fields of
@@ -39,8 +40,16 @@ def profile_settings(profile: str, env: object) -> dict[str, dict[str, Any]]:
     own: Mapping[str, Mapping[str, Any]] = getattr(env, "paper_profile", None) or {}
     out: dict[str, dict[str, Any]] = {k: dict(v) for k, v in PAPER_COMMON.items()}
     for section, values in own.items():
-        out.setdefault(section, {}).update(values)
+        if section != "by_executor":
+            out.setdefault(section, {}).update(values)
     return out
+
+
+def _executor_settings(profile: str, env: object, kind: str) -> dict[str, Any]:
+    if profile != "paper":
+        return {}
+    own: Mapping[str, Any] = getattr(env, "paper_profile", None) or {}
+    return dict(own.get("by_executor", {}).get(kind, {}))
 
 
 def apply_profile(config: RunConfig, env: object,
@@ -51,12 +60,18 @@ def apply_profile(config: RunConfig, env: object,
     settings = profile_settings(config.profile, env)
     if not settings:
         return config, given
-    data = config.model_dump()
+    settings.setdefault("executor", {}).update(
+        _executor_settings(config.profile, env, config.executor.kind))
+    # what the caller set, plus the profile's values: the result's fields_set says what was
+    # chosen (executors that pick their own default for an unset field keep doing so)
+    data = config.model_dump(exclude_unset=True)
+    data["profile"] = config.profile
     for section in _SECTIONS:
         explicit = getattr(config, section).model_fields_set
+        chosen = data.setdefault(section, {})
         for key, value in settings.get(section, {}).items():
             if key not in explicit:
-                data[section][key] = value
+                chosen[key] = value
     extra = settings.get("environment_config", {})
     return RunConfig.model_validate(data), {**extra, **given}
 

@@ -76,11 +76,14 @@ class ALFWorld(BaseEnvironment):
     #: reward 1 means the goal holds (trials count it, not the executor's claim)
     success_reward: ClassVar[float | None] = 1.0
     #: profile ``paper``: the ADaPT paper's ALFWorld settings and its code's (token limits, the
-    #: planner's blank-line stop, roll-back of failed sub-tasks)
+    #: planner's blank-line stop, roll-back of failed sub-tasks); the StateAct paper's 50 steps
+    #: for the stateact executor
     paper_profile: ClassVar[dict[str, dict[str, Any]]] = {
         "executor": {"max_steps": 20, "patience": 5, "max_tokens": 100},
         "planner": {"max_tokens": 400, "stop": ["\n\n"], "propagate_context": False},
         "environment_config": {"rollback": True},
+        # the StateAct paper's budget; a StateAct step is several lines
+        "by_executor": {"stateact": {"max_steps": 50, "max_tokens": 384}},
     }
 
     def __init__(self, *, cache: bool = True) -> None:

@@ -78,6 +78,7 @@ class TextCraft(BaseEnvironment):
                      "self_assessment": "any_line"},
         "planner": {"max_tokens": 800, "stop": [], "propagate_context": False},
         "environment_config": {"prompts": "paper"},
+        "by_executor": {"stateact": {"max_tokens": 384}},  # a StateAct step is several lines
     }
 
     def __init__(self) -> None:
