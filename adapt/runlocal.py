@@ -40,8 +40,9 @@ def load_models(
     executor_model: str | None = None,
     planner_model: str | None = None,
 ) -> Models:
-    from adapt.llm.spec import load_model
+    from adapt.model_factory import ModelFactory
 
+    factory = ModelFactory(settings, operator=True)  # the operator's CLI: loopback allowed
     default, notice = settings.resolve_default_model()
     base = model or default
     if model:
@@ -52,14 +53,7 @@ def load_models(
         notice = None
 
     def load(spec: str) -> ChatModel:
-        return load_model(
-            spec,
-            api_key=settings.openai_api_key,
-            base_url=settings.openai_base_url,
-            timeout=settings.llm_timeout,
-            max_retries=settings.llm_max_retries,
-            allow_remote=settings.allow_remote_llm,
-        )
+        return factory.build(spec)
 
     executor = load(ex_spec)
     planner = executor if pl_spec == ex_spec else load(pl_spec)

@@ -6,8 +6,9 @@ Read only at the edges (CLI, api/, workers/); the library takes plain arguments.
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
-from pydantic import AliasChoices, Field
+from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 SIM_DEFAULT_MODEL = "sim:textcraft?capability=1"
@@ -16,6 +17,16 @@ OPENAI_DEFAULT_MODEL = "openai:gpt-4o-mini"
 
 def _default_data_dir() -> Path:
     return Path.home() / ".local" / "share" / "adapt"
+
+
+class LLMEndpointSetting(BaseModel):
+    """One model endpoint users may name in ``openai:<model>@<base_url>`` specs."""
+
+    base_url: str = Field(description="http(s) base URL, e.g. http://10.0.0.5:8000/v1.")
+    api_key: SecretStr | None = Field(default=None,
+                                      description="Sent to this endpoint only.")
+    name: str | None = Field(default=None, description="How errors name the endpoint "
+                             "(default: its URL).")
 
 
 class Settings(BaseSettings):
@@ -40,6 +51,23 @@ class Settings(BaseSettings):
         default=False,
         description="Allow requests to non-loopback LLM endpoints (e.g. api.openai.com). "
         "Loopback endpoints are always allowed.",
+    )
+    llm_endpoints: list[LLMEndpointSetting] = Field(
+        default_factory=list,
+        description='Model endpoints users may name (JSON): [{"base_url": "http://10.0.0.5:'
+        '8000/v1", "api_key": "...", "name": "vllm"}] or ["http://10.0.0.5:8000/v1"]. Each '
+        "key is sent only to its own endpoint. The OpenAI endpoint (ADAPT_OPENAI_BASE_URL, "
+        "default https://api.openai.com/v1, with ADAPT_OPENAI_API_KEY) is allowed too once "
+        "either is set. Nothing else, loopback included, may be named through the API.",
+    )
+    models_dir: Path | None = Field(
+        default=None, description="Folder of .gguf files that local: model specs may name "
+        "through the API (bundled models such as local:smollm2 are always allowed).",
+    )
+    path_roots: list[Path] = Field(
+        default_factory=list, description="Folders that environment config fields naming a "
+        "server path (e.g. ALFWorld game_path, data_dir) may point into, through the API "
+        '(JSON list). Empty: no such path may be named.',
     )
     llm_timeout: float = Field(default=60.0, gt=0, description="Seconds per LLM request.")
     llm_max_retries: int = Field(default=3, ge=0, description="Retries on 429/5xx/timeouts.")
@@ -117,6 +145,13 @@ class Settings(BaseSettings):
         default=5.0, gt=0, description="Longest an agent's SQL statement may run before the "
         "server stops it (MariaDB max_statement_time).",
     )
+
+    @field_validator("llm_endpoints", mode="before")
+    @classmethod
+    def _endpoint_urls(cls, value: Any) -> Any:
+        if isinstance(value, list):
+            return [{"base_url": v} if isinstance(v, str) else v for v in value]
+        return value
 
     @property
     def embedded(self) -> bool:

@@ -185,19 +185,26 @@ class _OpenAIBase:
         pool: ClientPool | None = None,
         http_client: httpx.AsyncClient | None = None,
         name: str | None = None,
+        endpoint: str | None = None,
     ) -> None:
         if not model:
             raise ModelSpecError("model must be a non-empty model name, e.g. 'gpt-4o-mini'")
         self.model = model
         self.name = name or model
         self.simulated = simulated
-        url = base_url or os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        env_url = os.environ.get("OPENAI_BASE_URL") or DEFAULT_BASE_URL
+        url = base_url or env_url
         self.base_url = validate_base_url(url).rstrip("/")
+        #: how errors name the endpoint (the operator's name for it, else its URL)
+        self.endpoint = endpoint or self.base_url
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self.allow_remote = allow_remote
         check_endpoint(self.base_url, allow_remote=allow_remote, model=model)
-        key = api_key or os.environ.get("OPENAI_API_KEY")
+        # OPENAI_API_KEY belongs to OPENAI_BASE_URL (or the OpenAI API): never sent elsewhere
+        env_key = os.environ.get("OPENAI_API_KEY") if self.base_url == env_url.rstrip("/") \
+            else None
+        key = api_key or env_key
         if not key:
             if not is_loopback(self.base_url):
                 raise ProviderError(
@@ -259,23 +266,28 @@ class _OpenAIBase:
         )
 
     def _provider_error(self, exc: openai.APIError) -> ProviderError:
-        where = f"{self.kind} call to {self.base_url} (model {self.model!r})"
+        """A :class:`ProviderError` whose message names the endpoint and the HTTP status only;
+        the upstream body (which a user-chosen endpoint controls) goes to the log alone."""
+        where = f"{self.kind} call to endpoint {self.endpoint} (model {self.model!r})"
         retries = f"after {self.max_retries} retries"
         if isinstance(exc, openai.APITimeoutError):
             msg = f"{where} timed out ({self.timeout:g}s per attempt) {retries}"
+            logged = msg
         elif isinstance(exc, openai.APIConnectionError):
-            msg = f"{where} could not connect {retries}: {exc}; is the server running?"
+            msg = f"{where} could not connect {retries}; is the server running?"
+            logged = f"{msg} ({exc})"
         elif isinstance(exc, openai.APIStatusError):
             status = exc.status_code
-            detail = _provider_message(exc)
             if status == 429 or status >= 500 or status in (408, 409):
-                msg = f"{where} failed with HTTP {status} {retries}: {detail}"
+                msg = f"{where} failed with HTTP {status} {retries}"
             else:
                 hint = _HINTS.get(status, "check the request and the endpoint")
-                msg = f"{where} failed with HTTP {status}: {detail} ({hint})"
+                msg = f"{where} failed with HTTP {status} ({hint})"
+            logged = f"{msg}: {_provider_message(exc)}"
         else:
-            msg = f"{where} failed: {exc}"
-        logger.warning("%s", msg)
+            msg = f"{where} failed ({type(exc).__name__})"
+            logged = f"{msg}: {exc}"
+        logger.warning("%s", logged)
         return ProviderError(msg)
 
     def _usage(self, usage: Any) -> Usage | None:

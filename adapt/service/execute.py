@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from adapt.engine import RunConfig, run_task
 from adapt.envs import registry
 from adapt.errors import LeaseLost, UserError
-from adapt.llm import ClientPool, Pricing, load_model
+from adapt.llm import ClientPool, Pricing
 from adapt.llm.base import ChatModel, ChatResponse, Usage
 from adapt.llm.recording import (
     RecordedCall,
@@ -33,6 +33,7 @@ from adapt.llm.recording import (
     ReplayCursor,
     ReplayModel,
 )
+from adapt.model_factory import ModelFactory
 from adapt.settings import Settings
 from adapt.store.db import create_engine, session_factory
 from adapt.store.events import append_event
@@ -83,10 +84,7 @@ class ServiceContext:
         return self.pricing.cost(model, usage, simulated=simulated)
 
     def load_model(self, spec: str) -> ChatModel:
-        s = self.settings
-        return load_model(spec, api_key=s.openai_api_key, base_url=s.openai_base_url,
-                          timeout=s.llm_timeout, max_retries=s.llm_max_retries,
-                          allow_remote=s.allow_remote_llm, pool=self.pool)
+        return ModelFactory(self.settings, pool=self.pool).build(spec)
 
 
 async def claim(ctx: ServiceContext, task_id: str) -> int | None:

@@ -29,10 +29,8 @@ from adapt.engine.config import RunConfig
 from adapt.engine.profiles import apply_profile
 from adapt.engine.strategies import available_strategies
 from adapt.envs import registry
-from adapt.errors import InvalidConfig, ModelSpecError, UnknownEnvironment, UserError
-from adapt.llm.guard import ALLOW_ENV_VAR, is_loopback, refusal_reason, remote_forbidden
-from adapt.llm.openai_backend import DEFAULT_BASE_URL
-from adapt.llm.spec import parse_model_spec
+from adapt.errors import InvalidConfig, UnknownEnvironment, UserError
+from adapt.model_factory import ModelChoice, ModelFactory
 from adapt.settings import Settings
 from adapt.store.models import FINAL_STATUSES, EventRow, Task, utcnow
 from adapt.store.queries import get_by_idempotency_key
@@ -86,52 +84,18 @@ def request_hash(body: Any) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-@dataclass(frozen=True)
-class _Model:
-    spec: str
-    simulated: bool
-
-
-def _check_simulator(field: str, spec: str) -> None:
-    """The simulator exists and its knobs parse (without building the model)."""
-    from adapt.sim.registry import get_simulator
-    from adapt.sim.spec import parse_knobs, split_spec
-
+def check_model(field: str, spec: str, settings: Settings) -> ModelChoice:
+    """Apply every rule the worker's model factory will (endpoint allow-list, guard,
+    ``local:`` roots), naming ``field`` when one fails."""
     try:
-        name, pairs = split_spec(spec)
-        simulator = get_simulator(name)
-        parse_knobs(simulator.name, simulator.knobs, pairs)
-    except ModelSpecError as exc:
+        return ModelFactory(settings).check(spec)
+    except UserError as exc:
         raise SubmissionInvalid(field, str(exc)) from None
-
-
-def check_model(field: str, spec: str, settings: Settings) -> _Model:
-    """Parse ``spec`` and apply the real-model guard as the worker will."""
-    try:
-        parsed = parse_model_spec(spec)
-    except ModelSpecError as exc:
-        raise SubmissionInvalid(field, str(exc)) from None
-    if parsed.backend == "sim":
-        _check_simulator(field, parsed.model)
-    else:
-        url = parsed.base_url or settings.openai_base_url or DEFAULT_BASE_URL
-        if not is_loopback(url) and not settings.allow_remote_llm:
-            raise SubmissionInvalid(field, (
-                f"model {parsed.model!r} at {url} is not on this machine, and this server "
-                f"refuses remote LLM endpoints (real models cost money). To allow them, the "
-                f"server operator must set {ALLOW_ENV_VAR}=1; or use a local server "
-                f"(openai:<model>@http://127.0.0.1:PORT/v1) or a sim: model"
-            ))
-        reason = refusal_reason(url, allow_remote=settings.allow_remote_llm,
-                                forbidden=remote_forbidden(), model=parsed.model)
-        if reason is not None:
-            raise SubmissionInvalid(field, reason)
-    return _Model(str(parsed), parsed.simulated)
 
 
 def validate_submission(
     sub: Submission, settings: Settings
-) -> tuple[dict[str, Any], _Model, _Model]:
+) -> tuple[dict[str, Any], ModelChoice, ModelChoice]:
     """The validated environment config and the executor/planner models; raises
     ``SubmissionInvalid`` naming the first bad field."""
     try:

@@ -36,6 +36,7 @@ def make_settings(database_url: str, **extra: Any) -> Settings:
         "ADAPT_DATABASE_URL": database_url,
         "broker_url": "redis://127.0.0.1:1/0",  # not embedded: no migrations at start-up
         "max_body_bytes": 65536,
+        "llm_endpoints": ["http://127.0.0.1:11434/v1"],  # a local server users may name
     }
     values.update(extra)
     return Settings.model_validate(values)

@@ -110,7 +110,7 @@ async def test_remote_model_is_refused_with_how_to_allow_it(
         "executor": {"model": "openai:gpt-4o-mini"}})
     assert response.status_code == 422
     problem = response.json()
-    assert "ADAPT_ALLOW_REMOTE_LLM=1" in problem["detail"]
+    assert "ADAPT_LLM_ENDPOINTS" in problem["detail"]
     assert problem["errors"][0]["field"] == "executor.model"
     assert await count_rows(app) == 0
 

@@ -101,7 +101,7 @@ def wait_for(predicate: Any, timeout: float, what: str) -> Any:
 
 
 def test_embedded_server_restart_mid_task(server: Server, sim: SimServer) -> None:
-    server.start()
+    server.start(ADAPT_LLM_ENDPOINTS=json.dumps([sim.base_url]))
     model = f"openai:sim:textcraft?capability=1@{sim.base_url}"
     body = {"environment": "textcraft", "environment_config": {"seed": 11}, "d_max": 4,
             "executor": {"model": model}}
@@ -116,7 +116,7 @@ def test_embedded_server_restart_mid_task(server: Server, sim: SimServer) -> Non
 
     wait_for(lambda: calls() >= 6, 60, "some LLM calls")
     server.kill9()
-    server.start()
+    server.start(ADAPT_LLM_ENDPOINTS=json.dumps([sim.base_url]))
     final = wait_for(
         lambda: (t := httpx.get(f"{server.url}/tasks/{task_id}", timeout=5).json())["finished"]
         and t, 90, "the resumed task to finish")

@@ -33,10 +33,11 @@ async def test_post_stream_inspect_resume(
     pg_url: str, workers: Workers, queue: str, sim_factory: Callable[..., SimServer],
 ) -> None:
     sim = sim_factory()
-    workers.start(concurrency=8)
+    workers.start(concurrency=8, llm_endpoints=[sim.base_url])
     settings = Settings.model_validate({"ADAPT_DATABASE_URL": pg_url,
                                         "ADAPT_BROKER_URL": BROKER_URL,
-                                        "ADAPT_CELERY_QUEUE": queue})
+                                        "ADAPT_CELERY_QUEUE": queue,
+                                        "llm_endpoints": [sim.base_url]})
     app = create_app(settings)
     model = f"openai:sim:textcraft?capability=1@{sim.base_url}"
     async with app.router.lifespan_context(app):

@@ -184,12 +184,15 @@ async def test_default_pool_without_explicit_pool(sim: SimServer) -> None:
         await close_default_pool()
 
 
-async def test_unknown_sim_model_is_a_404_without_retries(sim: SimServer, pool: ClientPool) -> None:
+async def test_unknown_sim_model_is_a_404_without_retries(
+    sim: SimServer, pool: ClientPool, caplog: pytest.LogCaptureFixture
+) -> None:
     model = load_model(f"openai:sim:nonexistent@{sim.base_url}", pool=pool, max_retries=3)
     with pytest.raises(ProviderError) as info:
         await model.complete(ChatRequest(prompt="hi"))
     message = str(info.value)
-    assert "HTTP 404" in message and "does not exist" in message and "model name" in message
+    assert "HTTP 404" in message and "model name" in message
+    assert "does not exist" in caplog.text  # the server's body: logged, not in the error
     assert sim.log()["counters"]["requests"] == 1
 
 
@@ -214,7 +217,7 @@ async def test_injected_errors_are_retried(
 
 
 async def test_error_rate_one_surfaces_provider_error(
-    broken_server: SimServer, fast_retry_pool: ClientPool
+    broken_server: SimServer, fast_retry_pool: ClientPool, caplog: pytest.LogCaptureFixture
 ) -> None:
     broken_server.reset()
     model = load_model(
@@ -223,7 +226,7 @@ async def test_error_rate_one_surfaces_provider_error(
     with pytest.raises(ProviderError) as info:
         await model.complete(ChatRequest(prompt=PLANNER_PROMPT))
     message = str(info.value)
-    assert "after 3 retries" in message and "injected by the simulator" in message
+    assert "after 3 retries" in message and "injected by the simulator" in caplog.text
     assert broken_server.base_url in message
     counters = broken_server.log()["counters"]
     assert counters["requests"] == 4 and counters["injected_errors"] == 4

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
+import json
 import os
 import signal
 import socket
@@ -96,7 +97,8 @@ class Workers:
             "ADAPT_CELERY_QUEUE": self.queue,
             "ADAPT_ALLOW_REMOTE_LLM": "0",
             "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
-            **{f"ADAPT_{k.upper()}": str(v) for k, v in settings.items()},
+            **{f"ADAPT_{k.upper()}": json.dumps(v) if isinstance(v, list | dict) else str(v)
+               for k, v in settings.items()},
         }
         log_path = self.log_dir / f"worker-{len(self.started)}.log"
         log = log_path.open("wb")

@@ -30,7 +30,7 @@ async def test_a_worker_runs_a_dispatched_task_to_the_engine_tree(
     sim_factory: Callable[..., SimServer],
 ) -> None:
     sim = sim_factory()
-    workers.start(concurrency=8)
+    workers.start(concurrency=8, llm_endpoints=[sim.base_url])
     task_id = await insert_task(pg_sessions, config={"seed": 11},
                                 model=f"openai:sim:textcraft?capability=1@{sim.base_url}")
     dispatcher = CeleryDispatcher(BROKER_URL, queue=queue)
@@ -57,7 +57,7 @@ async def test_many_tasks_run_concurrently_on_one_worker_process(
 ) -> None:
     latency, n = 0.5, 30
     sim = sim_factory(latency=latency)
-    worker = workers.start(concurrency=50)
+    worker = workers.start(concurrency=50, llm_endpoints=[sim.base_url])
     await asyncio.to_thread(worker.wait_ready)
     spec = f"openai:sim:textcraft?capability=1@{sim.base_url}"
     ids = [await insert_task(pg_sessions, config={"seed": i}, model=spec) for i in range(n)]

@@ -59,7 +59,7 @@ async def test_kill_9_mid_task_then_another_worker_resumes_it(
     sim_factory: Callable[..., SimServer],
 ) -> None:
     sim = sim_factory(latency=0.2)
-    a = workers.start(concurrency=4, **SHORT_LEASE)
+    a = workers.start(concurrency=4, llm_endpoints=[sim.base_url], **SHORT_LEASE)
     task_id = await insert_task(pg_sessions, config={"seed": 11}, model=http_spec(sim.base_url))
     dispatcher = CeleryDispatcher(BROKER_URL, queue=queue)
     await dispatcher.dispatch(task_id)
@@ -72,7 +72,7 @@ async def test_kill_9_mid_task_then_another_worker_resumes_it(
     done_before = await llm_call_count(pg_sessions, task_id)
     assert 6 <= done_before < 22
 
-    workers.start(concurrency=4, **SHORT_LEASE)  # B: its sweeper finds the expired lease
+    workers.start(concurrency=4, llm_endpoints=[sim.base_url], **SHORT_LEASE)  # B: its sweeper finds the expired lease
     rows = await wait_finished(pg_sessions, [task_id], 60, workers.logs)
     assert rows[task_id].attempt == 2
     await check_complete(pg_sessions, task_id, sim)
@@ -85,7 +85,7 @@ async def test_sigterm_hands_the_task_over_without_waiting_for_the_lease(
     sim = sim_factory(latency=0.2)
     # a long lease: only a clean hand-over lets B resume before the test's deadline
     long_lease = {"lease_seconds": 120, "heartbeat_seconds": 1, "sweep_seconds": 60}
-    a = workers.start(concurrency=4, **long_lease)
+    a = workers.start(concurrency=4, llm_endpoints=[sim.base_url], **long_lease)
     task_id = await insert_task(pg_sessions, config={"seed": 11}, model=http_spec(sim.base_url))
     dispatcher = CeleryDispatcher(BROKER_URL, queue=queue)
     await dispatcher.dispatch(task_id)
@@ -100,7 +100,7 @@ async def test_sigterm_hands_the_task_over_without_waiting_for_the_lease(
     assert handed.status == "running" and handed.attempt == 1
     assert handed.lease_expires_at is not None and handed.lease_expires_at <= handed.updated_at
 
-    workers.start(concurrency=4, **long_lease)  # B takes the re-dispatched message at once
+    workers.start(concurrency=4, llm_endpoints=[sim.base_url], **long_lease)  # B takes the re-dispatched message at once
     rows = await wait_finished(pg_sessions, [task_id], 40, workers.logs)
     assert rows[task_id].attempt == 2
     await check_complete(pg_sessions, task_id, sim)

@@ -74,7 +74,7 @@ async def test_aclose_mid_task_then_a_new_runner_resumes_it(
     sim_factory: Callable[..., SimServer],
 ) -> None:
     sim = sim_factory(latency=0.05)
-    first = EmbeddedRunner(settings(database_url, lease_seconds=30))
+    first = EmbeddedRunner(settings(database_url, lease_seconds=30, llm_endpoints=[sim.base_url]))
     await first.start()
     task_id = await insert_task(sessions, config={"seed": 11}, model=http_spec(sim.base_url))
     await first.dispatch(task_id)
@@ -84,7 +84,7 @@ async def test_aclose_mid_task_then_a_new_runner_resumes_it(
     assert interrupted.status == "running" and interrupted.attempt == 1
     assert await llm_call_count(sessions, task_id) < 22
 
-    second = EmbeddedRunner(settings(database_url))
+    second = EmbeddedRunner(settings(database_url, llm_endpoints=[sim.base_url]))
     await second.start()
     rows = await wait_finished(sessions, [task_id], 30)
     assert rows[task_id].attempt == 2
@@ -97,7 +97,7 @@ async def test_a_crashed_runner_is_resumed_after_its_lease_expires(
     sim_factory: Callable[..., SimServer],
 ) -> None:
     sim = sim_factory(latency=0.05)
-    first = EmbeddedRunner(settings(database_url, lease_seconds=1.5))
+    first = EmbeddedRunner(settings(database_url, lease_seconds=1.5, llm_endpoints=[sim.base_url]))
     await first.start()
     task_id = await insert_task(sessions, config={"seed": 11}, model=http_spec(sim.base_url))
     await first.dispatch(task_id)
@@ -109,7 +109,7 @@ async def test_a_crashed_runner_is_resumed_after_its_lease_expires(
     await asyncio.sleep(0.05)
     crashed_at = time.monotonic()
 
-    second = EmbeddedRunner(settings(database_url))
+    second = EmbeddedRunner(settings(database_url, llm_endpoints=[sim.base_url]))
     await second.start()
     await asyncio.sleep(0.5)
     assert (await task_row(sessions, task_id)).attempt == 1, "taken over before the lease ran out"
@@ -126,7 +126,7 @@ async def test_concurrency_is_bounded(
     sim_factory: Callable[..., SimServer],
 ) -> None:
     sim = sim_factory(latency=0.02)
-    runner = EmbeddedRunner(settings(database_url, concurrency=2))
+    runner = EmbeddedRunner(settings(database_url, concurrency=2, llm_endpoints=[sim.base_url]))
     await runner.start()
     ids = [await insert_task(sessions, config={"seed": s}, model=http_spec(sim.base_url))
            for s in range(5)]
