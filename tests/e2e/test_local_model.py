@@ -9,6 +9,7 @@ skipped with that reason when it is missing.
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -117,7 +118,7 @@ def test_concurrent_requests_queue_and_all_succeed(llm_server: LLMServer) -> Non
 
 
 def test_one_textcraft_task_through_the_service(llm_server: LLMServer, service: Server) -> None:
-    service.start()
+    service.start(ADAPT_LLM_ENDPOINTS=json.dumps([llm_server.base_url]))
     spec = f"openai-completions:smollm2@{llm_server.base_url}"
     body = {
         "environment": "textcraft",
