@@ -238,6 +238,36 @@ def data_load_sql(
     err.print(escape(report.summary()))  # warnings, if any, were logged above
 
 
+@data_app.command("prepare-bash")
+def data_prepare_bash(
+    path: Annotated[Path | None, typer.Argument(
+        help="The InterCode-Bash data directory (setup_nl2b_fs_*.sh); default: "
+        "ADAPT_BASH_DATA_DIR.")] = None,
+    fs: Annotated[list[int] | None, typer.Option(
+        "--fs", help="Only this file system (1-4; repeatable). Default: all four.")] = None,
+    force: Annotated[bool, typer.Option("--force", help="Rebuild even when ready.")] = False,
+) -> None:
+    """Prepare the sandbox file systems of InterCode-Bash (idempotent; ADAPT_BASH_CACHE_DIR,
+    default ~/.cache/adapt/intercode-bash). Environments prepare what is missing by themselves."""
+    from adapt.envs.intercode_bash.layers import FILE_SYSTEMS, default_cache_dir, prepare
+    from adapt.settings import get_settings
+
+    setup_logging(False)
+    s = get_settings()
+    data = path or s.bash_data_dir
+    if data is None:
+        fail("give the InterCode-Bash data directory (or set ADAPT_BASH_DATA_DIR)")
+    cache = s.bash_cache_dir or default_cache_dir()
+    try:
+        layers = prepare(data, cache, file_systems=fs or FILE_SYSTEMS, force=force,
+                         progress=lambda msg: err.print(f"intercode_bash: {escape(msg)}"))
+    except UserError as exc:
+        fail(str(exc))
+    for number, layer in sorted(layers.items()):
+        err.print(f"file system {number}: {len(layer.manifest.entries)} tracked files "
+                  f"in {escape(str(layer.fs_layer))}")
+
+
 @keys_app.command("create")
 def keys_create(
     tenant: Annotated[str, typer.Option(help="Tenant the key belongs to.")],

@@ -36,6 +36,7 @@ ENTRY_POINT_GROUP = "adapt.environments"
 BUILTINS: dict[str, str] = {
     "textcraft": "adapt.envs.textcraft:TextCraft",
     "intercode_sql": "adapt.envs.intercode_sql:InterCodeSQL",
+    "intercode_bash": "adapt.envs.intercode_bash:InterCodeBash",
     "calculator": "adapt.envs.calculator:Calculator",
     # optional extra ``alfworld``: without it the import fails and the entry is left out with a
     # warning that says how to install it

@@ -1,0 +1,57 @@
+"""The ``environment_config`` model of InterCode-Bash (validated by ``reset`` and by the API).
+
+No field names a host path: ``fs`` picks one of the four prepared file systems, and the commands
+(the agent's and the gold) only ever run inside the sandbox.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Command = Annotated[str, Field(min_length=1, max_length=10_000)]
+Commands = Annotated[list[Command], Field(min_length=1, max_length=100)]
+
+
+class InterCodeBashConfig(BaseModel):
+    """One InterCode-Bash task: a request in words, the file system it runs on, and the gold
+    command(s) whose effect and output the agent's are scored against."""
+
+    model_config = ConfigDict(
+        extra="forbid",
+        frozen=True,
+        json_schema_extra={
+            "examples": [
+                {
+                    "fs": 1,
+                    "question": "Count the lines of all .c files under /testbed.",
+                    "gold": "find /testbed -name \"*.c\" -print0 | xargs -0 cat | wc -l",
+                }
+            ]
+        },
+    )
+
+    fs: int = Field(
+        ge=1,
+        le=4,
+        description="The file system the task runs on (1-4: InterCode's nl2bash task sets, "
+        "prepared by `adapt data prepare-bash`).",
+        examples=[1],
+    )
+    question: str = Field(
+        min_length=1,
+        max_length=10_000,
+        description="The request in natural language: the episode's goal.",
+        examples=["Count the lines of all .c files under /testbed."],
+    )
+    gold: Command | Commands = Field(
+        description="The reference bash command, or a list of commands run one after the other "
+        "(joined with `;`, as InterCode does) in a fresh sandbox of the same file system.",
+        examples=["find /testbed -name \"*.c\" -print0 | xargs -0 cat | wc -l"],
+    )
+
+    @property
+    def gold_command(self) -> str:
+        """The gold as one command line."""
+        return self.gold if isinstance(self.gold, str) else ";".join(self.gold)

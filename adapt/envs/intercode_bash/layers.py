@@ -1,0 +1,247 @@
+"""The read-only layers every InterCode-Bash sandbox starts from, prepared once.
+
+Under the cache directory (default ``~/.cache/adapt/intercode-bash``, or ``$ADAPT_BASH_CACHE``)::
+
+    v<N>/skeleton/   the root without the tools: bin -> usr/bin style links as on the host, an
+                     empty /usr (the host's /usr is overlaid there at run time), an /etc built from
+                     an allow-list of the host's files plus our own hosts/hostname/resolv.conf,
+                     /root, /tmp, /var/log, ... and InterCode's /.gitignore
+    v<N>/fs1 .. fs4/ what the task set's setup script (from the data directory) wrote on top of
+                     the skeleton, run in a sandbox at prepare time; plus a copy of the script
+    v<N>/fs<k>.json  the manifest: every path ``git status`` would track in that file system
+                     (regular files and symlinks outside the ignore list) with its kind, mode
+                     and content hash, i.e. InterCode's initial commit
+
+Preparing is idempotent: a layer whose ``<layer>.ready`` stamp matches the script's hash is kept.
+The tools come from the host's ``/usr``: ``prepare`` checks that the Debian packages InterCode's
+image installs are present and names the ``apt-get install`` command when they are not.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import os
+import shutil
+import subprocess
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from adapt.envs.intercode_bash.changes import Manifest, build_manifest
+from adapt.envs.intercode_bash.sandbox import HOSTNAME, Sandbox, require_tools
+from adapt.errors import UserError
+
+logger = logging.getLogger(__name__)
+
+#: bump when the layout of the layers changes (old versions are left for ``prepare`` to remove)
+LAYOUT_VERSION = 1
+#: the four task sets' file systems
+FILE_SYSTEMS = (1, 2, 3, 4)
+#: the packages InterCode's nl2bash image installs (``nl2bash.Dockerfile``), Debian names
+IMAGE_PACKAGES = (
+    "bash", "python3", "psmisc", "bsdmainutils", "cron", "imagemagick", "dnsutils", "git",
+    "tree", "net-tools", "iputils-ping", "coreutils", "curl", "cpio", "jq",
+)
+#: the ignore file InterCode commits at / (``docker.gitignore``)
+GITIGNORE = (
+    "# Folders\nbin\nboot\ndev\netc\nhome\nlib\nmedia\nopt\nproc\nroot\nrun\nsbin\nsrv\nsys\n"
+    "usr\nvar\n\n# Files\n.dockerenv"
+)
+#: files and folders of the host's /etc the tools read (never secrets: no shadow, ssh, ssl keys)
+ETC_ALLOW = (
+    "alternatives", "bash.bashrc", "bash_completion", "bindresolvport", "ca-certificates",
+    "ca-certificates.conf", "debian_version", "default", "environment", "ethertypes", "fonts",
+    "gai.conf", "ghostscript", "gitconfig", "group", "host.conf", "ImageMagick-6", "inputrc",
+    "issue", "issue.net", "ld.so.cache", "ld.so.conf", "ld.so.conf.d", "locale.alias",
+    "locale.gen", "localtime", "login.defs", "magic", "magic.mime", "mime.types", "networks",
+    "nsswitch.conf", "os-release", "passwd", "profile", "profile.d", "protocols", "python3",
+    "python3.11", "rpc", "services", "shells", "skel", "ssl", "terminfo", "timezone", "ucf.conf",
+    "wgetrc", "cron.d", "cron.daily", "crontab", "bindresvport.blacklist",
+)
+#: what is never copied from an allowed folder
+ETC_DENY = ("private", "shadow", "gshadow")
+_ETC_OWN = {
+    "hostname": f"{HOSTNAME}\n",
+    "hosts": (f"127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n"
+              f"127.0.1.1\t{HOSTNAME}\n"),
+    "resolv.conf": "nameserver 127.0.0.1\n",
+    "mtab": None,  # a link to /proc/self/mounts
+}
+_ROOT_DIRS = ("boot", "dev", "home", "media", "mnt", "opt", "proc", "root", "run", "srv", "sys",
+              "tmp", "usr", "var/log", "var/tmp", "var/lib", "var/cache", "var/spool/cron",
+              "var/mail", "var/opt", "var/local")
+
+
+def default_cache_dir() -> Path:
+    """``$ADAPT_BASH_CACHE`` or ``~/.cache/adapt/intercode-bash``."""
+    env = os.environ.get("ADAPT_BASH_CACHE")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "adapt" / "intercode-bash"
+
+
+def setup_script(data_dir: Path, fs: int) -> Path:
+    return data_dir / f"setup_nl2b_fs_{fs}.sh"
+
+
+@dataclass(frozen=True, slots=True)
+class Layers:
+    """The prepared layers of one file system."""
+
+    fs: int
+    skeleton: Path
+    fs_layer: Path
+    manifest: Manifest
+
+    @property
+    def stack(self) -> tuple[Path, Path]:
+        """Lower layers, topmost first (what :class:`Sandbox` takes)."""
+        return (self.fs_layer, self.skeleton)
+
+
+def missing_packages(packages: Iterable[str] = IMAGE_PACKAGES) -> list[str]:
+    """The Debian packages of ``packages`` that are not installed on the host."""
+    if shutil.which("dpkg-query") is None:
+        return []  # not Debian: trust the host (the gold tests show what is missing)
+    missing = []
+    for pkg in packages:
+        res = subprocess.run(["dpkg-query", "-W", "-f=${Status}", pkg], capture_output=True,
+                             text=True, check=False)
+        if "install ok installed" not in res.stdout:
+            missing.append(pkg)
+    return missing
+
+
+def _stamp(path: Path) -> str | None:
+    try:
+        return path.with_name(path.name + ".ready").read_text(encoding="utf-8").strip()
+    except OSError:
+        return None
+
+
+def _write_stamp(path: Path, value: str) -> None:
+    path.with_name(path.name + ".ready").write_text(value + "\n", encoding="utf-8")
+
+
+def _build_skeleton(target: Path) -> None:
+    tmp = target.with_name(target.name + ".tmp")
+    shutil.rmtree(tmp, ignore_errors=True)
+    tmp.mkdir(parents=True)
+    for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
+        host = Path("/") / name
+        if host.is_symlink():
+            (tmp / name).symlink_to(os.readlink(host))
+    for d in _ROOT_DIRS:
+        (tmp / d).mkdir(parents=True, exist_ok=True)
+    os.chmod(tmp / "tmp", 0o1777)
+    os.chmod(tmp / "var/tmp", 0o1777)
+    os.chmod(tmp / "root", 0o700)
+    etc = tmp / "etc"
+    etc.mkdir()
+    for name in ETC_ALLOW:
+        src = Path("/etc") / name
+        if not (src.exists() or src.is_symlink()):
+            continue
+        dst = etc / name
+        if src.is_symlink() or src.is_file():
+            shutil.copy2(src, dst, follow_symlinks=False)
+        elif src.is_dir():
+            shutil.copytree(src, dst, symlinks=True, ignore=shutil.ignore_patterns(*ETC_DENY),
+                            ignore_dangling_symlinks=True)
+    for name, text in _ETC_OWN.items():
+        if text is None:
+            (etc / name).symlink_to("../proc/self/mounts")
+        else:
+            (etc / name).write_text(text, encoding="utf-8")
+    (tmp / "root" / ".bashrc").write_text("", encoding="utf-8")
+    (tmp / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
+    shutil.rmtree(target, ignore_errors=True)
+    tmp.rename(target)
+
+
+def _build_fs(skeleton: Path, target: Path, script: Path, timeout: float) -> None:
+    """Run ``script`` at / over the skeleton; the upper layer it leaves becomes the fs layer."""
+    text = script.read_bytes()
+    sandbox = Sandbox([skeleton], timeout=timeout)
+    try:
+        name = script.name
+        result = sandbox.run(
+            f"cat > /{name} <<'ADAPT_SETUP_EOF'\n{text.decode('utf-8')}\nADAPT_SETUP_EOF\n"
+            f"chmod +x /{name} && /{name}", cwd="/")
+        if result.timed_out:
+            raise UserError(f"intercode_bash: {script.name} did not finish in {timeout:g}s")
+        tmp = target.with_name(target.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(sandbox.upper, tmp, symlinks=True)
+    finally:
+        sandbox.close()
+    shutil.rmtree(target, ignore_errors=True)
+    tmp.rename(target)
+    logger.debug("intercode_bash: setup output of %s: %s", script.name, result.text[-2000:])
+
+
+def prepare(
+    data_dir: str | Path,
+    cache_dir: str | Path | None = None,
+    *,
+    file_systems: Iterable[int] = FILE_SYSTEMS,
+    force: bool = False,
+    progress: Callable[[str], None] | None = None,
+    check_packages: bool = True,
+) -> dict[int, Layers]:
+    """Prepare (or reuse) the layers of ``file_systems``; return them by number."""
+    require_tools()
+    data = Path(data_dir).expanduser()
+    if check_packages:
+        missing = missing_packages()
+        if missing:
+            raise UserError(
+                "intercode_bash: the tasks expect the tools of InterCode's image; install the "
+                f"missing packages with `apt-get install -y {' '.join(missing)}`"
+            )
+    root = Path(cache_dir).expanduser() if cache_dir else default_cache_dir()
+    base = root / f"v{LAYOUT_VERSION}"
+    base.mkdir(parents=True, exist_ok=True)
+    say = progress or (lambda _msg: None)
+    skeleton = base / "skeleton"
+    skel_stamp = hashlib.sha256(
+        (GITIGNORE + repr(ETC_ALLOW) + repr(_ROOT_DIRS) + repr(_ETC_OWN)).encode()).hexdigest()
+    if force or _stamp(skeleton) != skel_stamp:
+        say("building the skeleton root")
+        _build_skeleton(skeleton)
+        _write_stamp(skeleton, skel_stamp)
+    out: dict[int, Layers] = {}
+    for fs in file_systems:
+        if fs not in FILE_SYSTEMS:
+            raise UserError(f"intercode_bash: no file system {fs}; use 1, 2, 3 or 4")
+        script = setup_script(data, fs)
+        if not script.is_file():
+            raise UserError(
+                f"intercode_bash: no setup script {script}; give the InterCode-Bash data "
+                "directory (holding setup_nl2b_fs_1.sh ... and nl2bash_fs_1.json ...)"
+            )
+        layer = base / f"fs{fs}"
+        manifest_file = base / f"fs{fs}.json"
+        stamp = hashlib.sha256(script.read_bytes() + skel_stamp.encode()).hexdigest()
+        if force or _stamp(layer) != stamp or not manifest_file.is_file():
+            say(f"file system {fs}: running {script.name}")
+            _build_fs(skeleton, layer, script, timeout=120.0)
+            manifest = build_manifest([layer, skeleton])
+            manifest_file.write_text(json.dumps(manifest.to_json()), encoding="utf-8")
+            _write_stamp(layer, stamp)
+        else:
+            say(f"file system {fs}: ready")
+        manifest = Manifest.from_json(json.loads(manifest_file.read_text(encoding="utf-8")))
+        out[fs] = Layers(fs=fs, skeleton=skeleton, fs_layer=layer, manifest=manifest)
+    return out
+
+
+def load_prepared(cache_dir: str | Path | None, fs: int) -> Layers | None:
+    """The layers of ``fs`` as prepared earlier, or ``None`` (no data directory needed)."""
+    base = (Path(cache_dir).expanduser() if cache_dir else default_cache_dir()) / \
+        f"v{LAYOUT_VERSION}"
+    skeleton, layer, manifest_file = base / "skeleton", base / f"fs{fs}", base / f"fs{fs}.json"
+    if _stamp(skeleton) is None or _stamp(layer) is None or not manifest_file.is_file():
+        return None
+    manifest = Manifest.from_json(json.loads(manifest_file.read_text(encoding="utf-8")))
+    return Layers(fs=fs, skeleton=skeleton, fs_layer=layer, manifest=manifest)

@@ -1,0 +1,264 @@
+"""Run bash commands in a throw-away copy-on-write view of a prepared root file system.
+
+One :class:`Sandbox` is one episode. Its root is an overlay mount: the read-only layers prepared
+by ``adapt data prepare-bash`` (the task set's file system over a small skeleton root) below a
+per-episode upper directory that receives every write; ``/usr`` is a second overlay over the
+host's ``/usr`` (the tools), with its own upper directory. Discarding the episode directory
+discards every change, so a reset is instant and a command can never write to the host or to
+another episode.
+
+Each command runs in fresh namespaces: ``unshare --mount`` mounts the two overlays in a private
+mount namespace (they vanish with it), then bubblewrap enters the merged root with a new PID
+namespace (the host's processes are invisible; everything dies with the command), a new network
+namespace (only a loopback device, nothing listening), new IPC and UTS namespaces (hostname
+``intercode``), ``no_new_privs`` and only the capabilities a container's root keeps for files
+(no ``CAP_SYS_ADMIN``, no ``CAP_MKNOD``, no ``CAP_NET_*``). A wall-clock limit and an
+output-size limit end a command by killing the sandbox; a per-file size limit bounds what one
+write can store. The working directory persists across commands like a shell (``cd`` works);
+shell variables do not (each command is a new ``bash``, as in InterCode).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import select
+import shutil
+import signal
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from adapt.errors import UserError
+
+#: seconds a command may run (InterCode's ``TIMEOUT_DURATION``)
+DEFAULT_TIMEOUT = 10.0
+#: bytes of output kept from one command; more ends the command
+DEFAULT_MAX_OUTPUT = 1 << 20
+#: bytes one file written inside the sandbox may reach (``RLIMIT_FSIZE``)
+MAX_FILE_SIZE = 256 << 20
+#: the hostname inside the sandbox
+HOSTNAME = "intercode"
+#: environment of every command (what a Docker exec into InterCode's container sees)
+SANDBOX_ENV: dict[str, str] = {
+    "PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
+    "HOSTNAME": HOSTNAME,
+    "HOME": "/root",
+    "TERM": "xterm",
+}
+#: capabilities the sandbox's root keeps (file ownership and permissions, signals inside)
+KEPT_CAPABILITIES = (
+    "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETUID",
+    "CAP_SETGID",
+)
+#: the system packages the sandbox needs on the host (Debian names)
+SANDBOX_PACKAGES = ("bubblewrap", "util-linux")
+
+# The script bash runs: enter the working directory, report the final one on a file descriptor
+# (the episode's pwd file) when the shell exits (also after ``exit``), wait for background jobs
+# (as a Docker exec does while they hold its output), then the command itself on its own line.
+_PROLOGUE = (
+    'cd -- "$ADAPT_WD" 2>/dev/null || cd /; unset ADAPT_WD; '
+    "trap 'pwd >&{fd} 2>/dev/null; wait' EXIT\n"
+)
+
+# Mount the overlays (paths relative to the episode directory, so that every episode's mount
+# table reads the same), then hand over to bubblewrap.
+_MOUNT = (
+    "mount -t overlay overlay -o lowerdir=$1,upperdir=root/up,workdir=root/work merged && "
+    "mount -t overlay overlay -o lowerdir=/usr,upperdir=usr/up,workdir=usr/work merged/usr && "
+    'shift && exec "$@"'
+)
+
+
+@dataclass(frozen=True, slots=True)
+class CommandResult:
+    """What one command did."""
+
+    #: standard output and standard error, interleaved as written (at most ``max_output`` bytes)
+    output: bytes
+    #: the exit status; ``None`` when the sandbox was killed (time or output limit)
+    exit_code: int | None
+    timed_out: bool = False
+    #: the output limit was reached (the command was stopped there)
+    truncated: bool = False
+    #: the working directory after the command
+    cwd: str = "/"
+    #: wall-clock seconds
+    seconds: float = 0.0
+
+    @property
+    def text(self) -> str:
+        return self.output.decode("utf-8", errors="replace")
+
+
+def missing_tools() -> list[str]:
+    """The host programs the sandbox needs but cannot find."""
+    return [tool for tool in ("bwrap", "unshare", "mount", "prlimit", "bash")
+            if shutil.which(tool) is None]
+
+
+def require_tools() -> None:
+    """Raise a :class:`UserError` naming the install command when a sandbox tool is missing."""
+    missing = missing_tools()
+    if missing:
+        raise UserError(
+            f"intercode_bash: the sandbox needs {', '.join(missing)}; install them with "
+            f"`apt-get install -y {' '.join(SANDBOX_PACKAGES)}` (Debian/Ubuntu)"
+        )
+    if os.geteuid() != 0:
+        raise UserError(
+            "intercode_bash: the sandbox mounts overlay file systems in a private mount "
+            "namespace, which needs root (run the worker as root, e.g. in its container)"
+        )
+
+
+class Sandbox:
+    """One episode: a private, writable view of ``layers`` (topmost first)."""
+
+    def __init__(
+        self,
+        layers: Sequence[Path],
+        *,
+        timeout: float = DEFAULT_TIMEOUT,
+        max_output: int = DEFAULT_MAX_OUTPUT,
+        work_dir: Path | None = None,
+    ) -> None:
+        if not layers:
+            raise ValueError("a sandbox needs at least one lower layer")
+        self.timeout = float(timeout)
+        self.max_output = int(max_output)
+        self.layers = tuple(Path(p).resolve() for p in layers)
+        self.dir = Path(tempfile.mkdtemp(prefix="adapt-bash-", dir=work_dir))
+        for sub in ("root/up", "root/work", "usr/up", "usr/work", "merged"):
+            (self.dir / sub).mkdir(parents=True)
+        names = []
+        for i, layer in enumerate(self.layers):
+            name = f"l{i}"
+            (self.dir / name).symlink_to(layer)
+            names.append(name)
+        self._lowerdir = ":".join(names)
+        self.cwd = "/"
+        self._closed = False
+
+    @property
+    def upper(self) -> Path:
+        """The episode's writes to the root (overlayfs upper directory; ``/usr`` excluded)."""
+        return self.dir / "root" / "up"
+
+    def run(self, command: str, cwd: str | None = None) -> CommandResult:
+        """Run ``command`` with ``bash``; the working directory starts at ``cwd`` (default: where
+        the previous command left it) and is remembered for the next command."""
+        if self._closed:
+            raise UserError("intercode_bash: the sandbox was closed")
+        start_dir = self.cwd if cwd is None else cwd
+        pwd_file = self.dir / "pwd"
+        argv = [
+            "unshare", "--mount", "--propagation", "private", "--",
+            "/bin/sh", "-c", _MOUNT, "adapt-sandbox", self._lowerdir,
+            "prlimit", f"--fsize={MAX_FILE_SIZE}", "--core=0", "--",
+            "bwrap", "--bind", "merged", "/", "--proc", "/proc", "--dev", "/dev",
+            "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
+            "--unshare-cgroup-try", "--hostname", HOSTNAME, "--die-with-parent",
+            "--new-session", "--cap-drop", "ALL",
+        ]
+        for cap in KEPT_CAPABILITIES:
+            argv += ["--cap-add", cap]
+        argv += ["--clearenv"]
+        for key, value in SANDBOX_ENV.items():
+            argv += ["--setenv", key, value]
+        argv += ["--setenv", "ADAPT_WD", start_dir, "--chdir", "/",
+                 "/bin/bash"]
+        t0 = time.monotonic()
+        with open(pwd_file, "wb") as pwd_out:
+            fd = pwd_out.fileno()
+            argv += ["-c", _PROLOGUE.replace("{fd}", str(fd)) + command, "/bin/bash"]
+            proc = subprocess.Popen(
+                argv, cwd=self.dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT, pass_fds=(fd,), start_new_session=True,
+            )
+        output, timed_out, truncated = self._collect(proc, t0)
+        exit_code: int | None = None if (timed_out or truncated) else proc.returncode
+        try:
+            reported = pwd_file.read_bytes().decode("utf-8", "replace").strip().splitlines()
+        except OSError:
+            reported = []
+        new_cwd = reported[-1] if reported and reported[-1].startswith("/") else start_dir
+        self.cwd = new_cwd
+        return CommandResult(output=output, exit_code=exit_code, timed_out=timed_out,
+                             truncated=truncated, cwd=new_cwd, seconds=time.monotonic() - t0)
+
+    def _collect(self, proc: subprocess.Popen[bytes], t0: float) -> tuple[bytes, bool, bool]:
+        assert proc.stdout is not None
+        chunks: list[bytes] = []
+        size = 0
+        timed_out = truncated = False
+        fd = proc.stdout.fileno()
+        deadline = t0 + self.timeout
+        try:
+            while True:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    timed_out = True
+                    break
+                ready, _, _ = select.select([fd], [], [], left)
+                if not ready:
+                    continue
+                data = os.read(fd, 65536)
+                if not data:
+                    break
+                chunks.append(data)
+                size += len(data)
+                if size > self.max_output:
+                    truncated = True
+                    break
+            if timed_out or truncated:
+                _kill(proc)
+            else:
+                try:
+                    proc.wait(timeout=max(0.1, deadline - time.monotonic()))
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                    _kill(proc)
+        finally:
+            proc.stdout.close()
+            if proc.returncode is None:
+                _kill(proc)
+        output = b"".join(chunks)[: self.max_output]
+        return output, timed_out, truncated
+
+    def reset(self) -> None:
+        """Discard every change: empty the upper layers, back to ``/``."""
+        for sub in ("root", "usr"):
+            shutil.rmtree(self.dir / sub, ignore_errors=True)
+            (self.dir / sub / "up").mkdir(parents=True)
+            (self.dir / sub / "work").mkdir()
+        self.cwd = "/"
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        shutil.rmtree(self.dir, ignore_errors=True)
+
+    def __enter__(self) -> Sandbox:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __del__(self) -> None:  # a forgotten episode must not leave its layer behind
+        with contextlib.suppress(Exception):
+            self.close()
+
+
+def _kill(proc: subprocess.Popen[bytes]) -> None:
+    """Kill the sandbox: its outer process group; bubblewrap's ``--die-with-parent`` then takes
+    the PID namespace (and with it every process the command started) down."""
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(proc.pid, signal.SIGKILL)
+    with contextlib.suppress(Exception):
+        proc.wait(timeout=5)
