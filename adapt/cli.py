@@ -250,14 +250,14 @@ def data_prepare_bash(
     """Prepare the sandbox file systems of InterCode-Bash (idempotent; ADAPT_BASH_CACHE_DIR,
     default ~/.cache/adapt/intercode-bash). Environments prepare what is missing by themselves."""
     from adapt.envs.intercode_bash.layers import FILE_SYSTEMS, default_cache_dir, prepare
-    from adapt.settings import get_settings
+    from adapt.envs.intercode_bash.settings import BashSettings
 
     setup_logging(False)
-    s = get_settings()
-    data = path or s.bash_data_dir
+    s = BashSettings()
+    data = path or s.data_dir
     if data is None:
         fail("give the InterCode-Bash data directory (or set ADAPT_BASH_DATA_DIR)")
-    cache = s.bash_cache_dir or default_cache_dir()
+    cache = s.cache_dir or default_cache_dir()
     try:
         layers = prepare(data, cache, file_systems=fs or FILE_SYSTEMS, force=force,
                          progress=lambda msg: err.print(f"intercode_bash: {escape(msg)}"))

@@ -145,18 +145,6 @@ class Settings(BaseSettings):
         default=5.0, gt=0, description="Longest an agent's SQL statement may run before the "
         "server stops it (MariaDB max_statement_time).",
     )
-    bash_data_dir: Path | None = Field(
-        default=None, description="The InterCode-Bash data directory (setup scripts and task "
-        "files); the sandbox file systems are prepared from it when missing.",
-    )
-    bash_cache_dir: Path | None = Field(
-        default=None, description="Where the prepared InterCode-Bash file systems live "
-        "(unset: ~/.cache/adapt/intercode-bash).",
-    )
-    bash_command_timeout_seconds: float = Field(
-        default=10.0, gt=0, le=600, description="Longest one InterCode-Bash command may run "
-        "before its sandbox is killed.",
-    )
 
     @field_validator("llm_endpoints", mode="before")
     @classmethod

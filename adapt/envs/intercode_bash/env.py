@@ -35,6 +35,7 @@ from adapt.envs.intercode_bash.config import InterCodeBashConfig
 from adapt.envs.intercode_bash.layers import Layers, default_cache_dir, load_prepared, prepare
 from adapt.envs.intercode_bash.reward import reward as intercode_reward
 from adapt.envs.intercode_bash.sandbox import DEFAULT_TIMEOUT, CommandResult, Sandbox
+from adapt.envs.intercode_bash.settings import BashSettings
 from adapt.errors import InvalidConfig, UserError
 
 logger = logging.getLogger(__name__)
@@ -96,6 +97,8 @@ class InterCodeBash(BaseEnvironment):
     prompt_package: ClassVar[str | None] = "adapt.envs.intercode_bash"
     #: what StateAct tracks besides the goal
     state_fields: ClassVar[tuple[str, ...]] = ("working directory",)
+    #: the environment's own settings (``ADAPT_BASH_*``)
+    settings_model: ClassVar[type[BashSettings]] = BashSettings
 
     def __init__(
         self,
@@ -118,15 +121,13 @@ class InterCodeBash(BaseEnvironment):
     # -- set-up --------------------------------------------------------------------------------
     def _resolve(self) -> None:
         if self._data_dir is None or self._cache_dir is None or self._timeout is None:
-            from adapt.settings import get_settings
-
-            s = get_settings()
-            if self._data_dir is None and s.bash_data_dir is not None:
-                self._data_dir = s.bash_data_dir
+            s = BashSettings()
+            if self._data_dir is None and s.data_dir is not None:
+                self._data_dir = s.data_dir
             if self._cache_dir is None:
-                self._cache_dir = s.bash_cache_dir or default_cache_dir()
+                self._cache_dir = s.cache_dir or default_cache_dir()
             if self._timeout is None:
-                self._timeout = s.bash_command_timeout_seconds
+                self._timeout = s.command_timeout_seconds
 
     @property
     def timeout(self) -> float:

@@ -1,6 +1,6 @@
 """The read-only layers every InterCode-Bash sandbox starts from, prepared once.
 
-Under the cache directory (default ``~/.cache/adapt/intercode-bash``, or ``$ADAPT_BASH_CACHE``)::
+Under the cache directory (default ``~/.cache/adapt/intercode-bash``, ``ADAPT_BASH_CACHE_DIR``)::
 
     v<N>/skeleton/   the root without the tools: bin -> usr/bin style links as on the host, an
                      empty /usr (the host's /usr is overlaid there at run time), an /etc built from
@@ -75,9 +75,9 @@ _ROOT_DIRS = ("boot", "dev", "home", "media", "mnt", "opt", "proc", "root", "run
 
 
 def default_cache_dir() -> Path:
-    """``$ADAPT_BASH_CACHE`` or ``~/.cache/adapt/intercode-bash``."""
-    env = os.environ.get("ADAPT_BASH_CACHE")
-    return Path(env).expanduser() if env else Path.home() / ".cache" / "adapt" / "intercode-bash"
+    """``~/.cache/adapt/intercode-bash`` (``ADAPT_BASH_CACHE_DIR`` overrides it, through the
+    environment's settings)."""
+    return Path.home() / ".cache" / "adapt" / "intercode-bash"
 
 
 def setup_script(data_dir: Path, fs: int) -> Path:

@@ -1,0 +1,124 @@
+"""InterCode-Bash under the agent designs, in the real sandbox, with scripted models: the
+StateFlow Bash machine, ReAct, StateAct, plan-and-execute and ADaPT (decomposition with
+context propagation)."""
+
+from __future__ import annotations
+
+import string
+from typing import Any
+
+import pytest
+
+from adapt.engine import MemorySink, RunConfig, run_task
+from adapt.engine.stateflow.loader import load_machine
+from adapt.engine.tree import Step
+from adapt.envs.intercode_bash import InterCodeBash
+from adapt.envs.testing import check_environment
+from adapt.llm.testing import ScriptedModel
+
+TASK = {"fs": 1, "question": "How many lines do the .c files under /testbed have?",
+        "gold": 'find /testbed -name "*.c" -print0 | xargs -0 cat | wc -l'}
+GOLD_CMD = 'find /testbed -name "*.c" | xargs cat | wc -l'
+
+
+def reply(thought: str, action: str) -> str:
+    return f"Thought: {thought}\nAction: {action}"
+
+
+def states(steps: list[Step]) -> list[str]:
+    return [(s.extra or {})["state"] for s in steps]
+
+
+async def run(env: InterCodeBash, replies: list[str], strategy: str, kind: str = "react",
+              config: dict[str, Any] | None = None, d_max: int = 1
+              ) -> tuple[Any, MemorySink, ScriptedModel]:
+    sink = MemorySink()
+    model = ScriptedModel(replies)
+    cfg = RunConfig(strategy=strategy, d_max=d_max, executor={"kind": kind})
+    result = await run_task(env, config or TASK, cfg, model, sink=sink)
+    assert model.remaining == 0, "script not fully used"
+    return result, sink, model
+
+
+def test_prompts_are_valid_templates(bash_env: InterCodeBash) -> None:
+    for kind in ("executor", "planner", "plan_and_execute", "stateact"):
+        text = bash_env.prompt_template(kind)
+        assert string.Template(text).is_valid(), kind
+        assert set(string.Template(text).get_identifiers()) <= {"task", "context"}, kind
+
+
+def test_conformance_kit(bash_data: Any, bash_cache: Any, bash_layers: Any) -> None:
+    def make() -> InterCodeBash:
+        return InterCodeBash(data_dir=bash_data, cache_dir=bash_cache, timeout=10)
+
+    report = check_environment(make, [TASK, {**TASK, "fs": 3, "gold": ["cd /", "ls"]}],
+                               actions=["execute[cd /testbed]", "execute[ls]",
+                                        "execute[touch new.txt]", "submit"])
+    assert "prompt_templates" in report.passed
+
+
+async def test_stateflow_machine_solve_error_verify(bash_env: InterCodeBash) -> None:
+    machine = load_machine("intercode_bash")
+    assert set(machine.states) == {"Init", "Solve", "Verify", "Error", "End"}
+    result, sink, model = await run(bash_env, [
+        reply("Count the lines of the C files.", "execute[wc -l /testbed/*.cc]"),
+        reply("Wrong extension; find them all.", f"execute[{GOLD_CMD}]"),
+        reply("The output is one number, as asked.", "submit"),
+    ], "stateflow")
+    assert result.success and result.reward == 1.0
+    assert states(sink.steps[1]) == ["Init", "Solve", "Error", "Verify"]
+    solve, error, verify = model.prompts
+    assert "Write one bash command" in solve and f"Request: Task: {TASK['question']}" in solve
+    assert "Your last command failed" in error and "[exit status 1]" in error
+    assert "decide whether the request is done" in verify
+    assert verify.rstrip().endswith("Observation: 5")
+
+
+async def test_react_executor(bash_env: InterCodeBash) -> None:
+    result, sink, model = await run(bash_env, [
+        "execute[cd /testbed]", f"execute[{GOLD_CMD.replace('/testbed', '.')}]", "submit",
+    ], "react")
+    assert result.success and result.reward == 1.0
+    assert [s.observation for s in sink.steps[1]][:2] == ["(no output)", "5"]
+    assert "Task: How many lines" in model.prompts[0]
+
+
+async def test_stateact_executor(bash_env: InterCodeBash) -> None:
+    goal = TASK["question"]
+    result, sink, model = await run(bash_env, [
+        f"goal: {goal}\nworking directory: /\nthought: Count them.\naction: execute[{GOLD_CMD}]",
+        f"goal: {goal}\nworking directory: /\nthought: Done.\naction: submit",
+    ], "react", kind="stateact")
+    assert result.success and result.reward == 1.0
+    assert "working directory:" in model.prompts[0]
+
+
+async def test_plan_and_execute(bash_env: InterCodeBash) -> None:
+    plan = (f"Step 1: run {GOLD_CMD}\nStep 2: submit\n"
+            "Execution Order: (Step 1 AND Step 2)")
+    result, sink, model = await run(bash_env, [
+        plan, f"execute[{GOLD_CMD}]", "think: Counted. Task completed!", "submit",
+    ], "plan_and_execute")
+    assert result.reward == 1.0
+
+
+async def test_adapt_decomposes_and_hands_state_on(bash_env: InterCodeBash) -> None:
+    config = {"fs": 2, "question": "Delete the .log files in /system/folder1, then count the "
+              "files left there.",
+              "gold": ["find /system/folder1 -name '*.log' -delete",
+                       "find /system/folder1 -type f | wc -l"]}
+    plan = ("Step 1: delete the .log files in /system/folder1\n"
+            "Step 2: count the files left in /system/folder1 and submit\n"
+            "Execution Order: (Step 1 AND Step 2)")
+    result, sink, model = await run(bash_env, [
+        "think: This is too much at once. Task failed!",        # root executor gives up
+        plan,                                                   # planner
+        "execute[cd /system/folder1 && rm *.log]",              # sub-task 1
+        "think: The .log files are gone. Task completed!",
+        "execute[find . -type f | wc -l]",                      # sub-task 2, in folder1
+        "submit",
+    ], "adapt", d_max=2, config=config)
+    assert result.success and result.reward == 1.0
+    second = model.prompts[4]
+    assert "Working directory: /system/folder1." in second  # context propagation
+    assert "Last command: cd /system/folder1 && rm *.log (exit status 0)." in second
