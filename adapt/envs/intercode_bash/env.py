@@ -169,7 +169,7 @@ class InterCodeBash(BaseEnvironment):
         layers = self.layers(cfg.fs)
         if self._sandbox is not None:
             self._sandbox.close()
-        self._sandbox = Sandbox(layers.stack, timeout=self.timeout)
+        self._sandbox = Sandbox(layers.stack, timeout=self.timeout, usr=layers.usr)
         self._config = cfg
         self._last_output = None
         self._last_command = None
@@ -205,7 +205,8 @@ class InterCodeBash(BaseEnvironment):
 
     def run_gold(self, cfg: InterCodeBashConfig) -> tuple[Sandbox, str]:
         """A fresh sandbox of the task's file system after the gold command, and its output."""
-        sandbox = Sandbox(self.layers(cfg.fs).stack, timeout=self.timeout)
+        layers = self.layers(cfg.fs)
+        sandbox = Sandbox(layers.stack, timeout=self.timeout, usr=layers.usr)
         result = sandbox.run(cfg.gold_command, cwd="/")
         return sandbox, (TIMED_OUT if result.timed_out else result.text)
 

@@ -2,8 +2,10 @@
 
 Under the cache directory (default ``~/.cache/adapt/intercode-bash``, ``ADAPT_BASH_CACHE_DIR``)::
 
+    v<N>/usr/        the tools: the files of InterCode's image packages and their dependencies,
+                     hard-linked from the host's /usr (``usr.py``)
     v<N>/skeleton/   the root without the tools: bin -> usr/bin style links as on the host, an
-                     empty /usr (the host's /usr is overlaid there at run time), an /etc built from
+                     empty /usr (the usr layer is overlaid there at run time), an /etc built from
                      an allow-list of the host's files plus our own hosts/hostname/resolv.conf,
                      /root, /tmp, /var/log, ... and InterCode's /.gitignore
     v<N>/fs1 .. fs4/ what the task set's setup script (from the data directory) wrote on top of
@@ -13,8 +15,9 @@ Under the cache directory (default ``~/.cache/adapt/intercode-bash``, ``ADAPT_BA
                      and content hash, i.e. InterCode's initial commit
 
 Preparing is idempotent: a layer whose ``<layer>.ready`` stamp matches the script's hash is kept.
-The tools come from the host's ``/usr``: ``prepare`` checks that the Debian packages InterCode's
-image installs are present and names the ``apt-get install`` command when they are not.
+The tools come from the host's packages: ``prepare`` checks that the Debian packages InterCode's
+image installs are present, names the ``apt-get install`` command when they are not, and links
+their files (with their dependencies') into the ``/usr`` layer.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from pathlib import Path
 
 from adapt.envs.intercode_bash.changes import Manifest, build_manifest
 from adapt.envs.intercode_bash.sandbox import HOSTNAME, Sandbox, require_tools
+from adapt.envs.intercode_bash.usr import build_usr, closure
 from adapt.errors import UserError
 
 logger = logging.getLogger(__name__)
@@ -92,6 +96,8 @@ class Layers:
     skeleton: Path
     fs_layer: Path
     manifest: Manifest
+    #: the ``/usr`` layer (the image's packages)
+    usr: Path = Path("/usr")
 
     @property
     def stack(self) -> tuple[Path, Path]:
@@ -159,10 +165,10 @@ def _build_skeleton(target: Path) -> None:
     tmp.rename(target)
 
 
-def _build_fs(skeleton: Path, target: Path, script: Path, timeout: float) -> None:
+def _build_fs(skeleton: Path, usr: Path, target: Path, script: Path, timeout: float) -> None:
     """Run ``script`` at / over the skeleton; the upper layer it leaves becomes the fs layer."""
     text = script.read_bytes()
-    sandbox = Sandbox([skeleton], timeout=timeout)
+    sandbox = Sandbox([skeleton], timeout=timeout, usr=usr)
     try:
         name = script.name
         result = sandbox.run(
@@ -210,6 +216,13 @@ def prepare(
         say("building the skeleton root")
         _build_skeleton(skeleton)
         _write_stamp(skeleton, skel_stamp)
+    usr = base / "usr"
+    packages = closure(IMAGE_PACKAGES)
+    usr_stamp = hashlib.sha256(repr(packages).encode()).hexdigest()
+    if force or _stamp(usr) != usr_stamp:
+        say(f"linking the tools of {len(packages)} packages into the /usr layer")
+        build_usr(usr, IMAGE_PACKAGES)
+        _write_stamp(usr, usr_stamp)
     out: dict[int, Layers] = {}
     for fs in file_systems:
         if fs not in FILE_SYSTEMS:
@@ -222,17 +235,18 @@ def prepare(
             )
         layer = base / f"fs{fs}"
         manifest_file = base / f"fs{fs}.json"
-        stamp = hashlib.sha256(script.read_bytes() + skel_stamp.encode()).hexdigest()
+        stamp = hashlib.sha256(script.read_bytes() + (skel_stamp + usr_stamp).encode()
+                               ).hexdigest()
         if force or _stamp(layer) != stamp or not manifest_file.is_file():
             say(f"file system {fs}: running {script.name}")
-            _build_fs(skeleton, layer, script, timeout=120.0)
+            _build_fs(skeleton, usr, layer, script, timeout=120.0)
             manifest = build_manifest([layer, skeleton])
             manifest_file.write_text(json.dumps(manifest.to_json()), encoding="utf-8")
             _write_stamp(layer, stamp)
         else:
             say(f"file system {fs}: ready")
         manifest = Manifest.from_json(json.loads(manifest_file.read_text(encoding="utf-8")))
-        out[fs] = Layers(fs=fs, skeleton=skeleton, fs_layer=layer, manifest=manifest)
+        out[fs] = Layers(fs=fs, skeleton=skeleton, fs_layer=layer, manifest=manifest, usr=usr)
     return out
 
 
@@ -241,7 +255,9 @@ def load_prepared(cache_dir: str | Path | None, fs: int) -> Layers | None:
     base = (Path(cache_dir).expanduser() if cache_dir else default_cache_dir()) / \
         f"v{LAYOUT_VERSION}"
     skeleton, layer, manifest_file = base / "skeleton", base / f"fs{fs}", base / f"fs{fs}.json"
-    if _stamp(skeleton) is None or _stamp(layer) is None or not manifest_file.is_file():
+    usr = base / "usr"
+    if (_stamp(skeleton) is None or _stamp(layer) is None or _stamp(usr) is None
+            or not manifest_file.is_file()):
         return None
     manifest = Manifest.from_json(json.loads(manifest_file.read_text(encoding="utf-8")))
-    return Layers(fs=fs, skeleton=skeleton, fs_layer=layer, manifest=manifest)
+    return Layers(fs=fs, skeleton=skeleton, fs_layer=layer, manifest=manifest, usr=usr)

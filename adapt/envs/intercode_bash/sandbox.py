@@ -3,7 +3,8 @@
 One :class:`Sandbox` is one episode. Its root is an overlay mount: the read-only layers prepared
 by ``adapt data prepare-bash`` (the task set's file system over a small skeleton root) below a
 per-episode upper directory that receives every write; ``/usr`` is a second overlay over the
-host's ``/usr`` (the tools), with its own upper directory. Discarding the episode directory
+prepared ``/usr`` layer (the tools of InterCode's image, see ``usr.py``; the host's ``/usr`` by
+default), with its own upper directory. Discarding the episode directory
 discards every change, so a reset is instant and a command can never write to the host or to
 another episode.
 
@@ -69,7 +70,7 @@ _PROLOGUE = (
 # table reads the same), then hand over to bubblewrap.
 _MOUNT = (
     "mount -t overlay overlay -o lowerdir=$1,upperdir=root/up,workdir=root/work merged && "
-    "mount -t overlay overlay -o lowerdir=/usr,upperdir=usr/up,workdir=usr/work merged/usr && "
+    "mount -t overlay overlay -o lowerdir=u0,upperdir=usr/up,workdir=usr/work merged/usr && "
     'shift && exec "$@"'
 )
 
@@ -126,6 +127,7 @@ class Sandbox:
         timeout: float = DEFAULT_TIMEOUT,
         max_output: int = DEFAULT_MAX_OUTPUT,
         work_dir: Path | None = None,
+        usr: Path = Path("/usr"),
     ) -> None:
         if not layers:
             raise ValueError("a sandbox needs at least one lower layer")
@@ -141,6 +143,7 @@ class Sandbox:
             (self.dir / name).symlink_to(layer)
             names.append(name)
         self._lowerdir = ":".join(names)
+        (self.dir / "u0").symlink_to(Path(usr).resolve())
         self.cwd = "/"
         self._closed = False
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 import string
 from typing import Any
 
-import pytest
-
 from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.engine.stateflow.loader import load_machine
 from adapt.engine.tree import Step
@@ -85,7 +83,7 @@ async def test_react_executor(bash_env: InterCodeBash) -> None:
 
 async def test_stateact_executor(bash_env: InterCodeBash) -> None:
     goal = TASK["question"]
-    result, sink, model = await run(bash_env, [
+    result, _sink, model = await run(bash_env, [
         f"goal: {goal}\nworking directory: /\nthought: Count them.\naction: execute[{GOLD_CMD}]",
         f"goal: {goal}\nworking directory: /\nthought: Done.\naction: submit",
     ], "react", kind="stateact")
@@ -96,10 +94,12 @@ async def test_stateact_executor(bash_env: InterCodeBash) -> None:
 async def test_plan_and_execute(bash_env: InterCodeBash) -> None:
     plan = (f"Step 1: run {GOLD_CMD}\nStep 2: submit\n"
             "Execution Order: (Step 1 AND Step 2)")
-    result, sink, model = await run(bash_env, [
+    result, _sink, model = await run(bash_env, [
         plan, f"execute[{GOLD_CMD}]", "think: Counted. Task completed!", "submit",
     ], "plan_and_execute")
     assert result.reward == 1.0
+    assert "one concrete bash command" in model.prompts[0]  # the plan_and_execute prompt
+    assert f"Task: run {GOLD_CMD}" in model.prompts[1]      # step 1, for the executor
 
 
 async def test_adapt_decomposes_and_hands_state_on(bash_env: InterCodeBash) -> None:
@@ -110,7 +110,7 @@ async def test_adapt_decomposes_and_hands_state_on(bash_env: InterCodeBash) -> N
     plan = ("Step 1: delete the .log files in /system/folder1\n"
             "Step 2: count the files left in /system/folder1 and submit\n"
             "Execution Order: (Step 1 AND Step 2)")
-    result, sink, model = await run(bash_env, [
+    result, _sink, model = await run(bash_env, [
         "think: This is too much at once. Task failed!",        # root executor gives up
         plan,                                                   # planner
         "execute[cd /system/folder1 && rm *.log]",              # sub-task 1

@@ -19,7 +19,8 @@ from adapt.envs.intercode_bash.sandbox import Sandbox
 
 @pytest.fixture
 def box(bash_layers: dict[int, Layers]) -> Sandbox:
-    sandbox = Sandbox(bash_layers[1].stack, timeout=5, max_output=64 * 1024)
+    sandbox = Sandbox(bash_layers[1].stack, timeout=5, max_output=64 * 1024,
+                      usr=bash_layers[1].usr)
     yield sandbox
     sandbox.close()
 
@@ -43,7 +44,7 @@ def test_writes_stay_in_the_upper_layer(box: Sandbox, bash_layers: dict[int, Lay
     assert not (bash_layers[1].fs_layer / "testbed" / "new.txt").exists()
     assert (box.upper / "testbed" / "new.txt").read_text() == "new\n"
     # another episode of the same file system sees none of it
-    other = Sandbox(bash_layers[1].stack, timeout=5)
+    other = Sandbox(bash_layers[1].stack, timeout=5, usr=bash_layers[1].usr)
     try:
         seen = other.run("ls /testbed; cat /testbed/new.txt; cat /usr/bin/env | head -c 4 | od -c")
         assert "dir1" in seen.text and "No such file" in seen.text and "pwned" not in seen.text
@@ -78,7 +79,7 @@ def test_no_network(box: Sandbox) -> None:
     t.start()
     try:
         result = box.run(f"(echo hi > /dev/tcp/127.0.0.1/{port}) 2>&1 && echo CONNECTED; "
-                         "ip -o link 2>/dev/null | awk '{print $2}'; "
+                         "awk -F: 'NR > 2 {print $1 \":\"}' /proc/net/dev; "
                          "curl -s -m 3 http://deb.debian.org/ >/dev/null 2>&1 || echo NO_WEB")
     finally:
         t.join()
@@ -92,7 +93,8 @@ def test_no_network(box: Sandbox) -> None:
 def test_host_processes_are_invisible(box: Sandbox) -> None:
     host = subprocess.Popen(["sleep", "60"])
     try:
-        result = box.run(f"ps -e -o pid=,comm=; kill -9 {host.pid} 2>&1; echo pid1=$(cat /proc/1/comm)")
+        result = box.run("for p in /proc/[0-9]*; do echo ${p#/proc/} $(cat $p/comm); done; "
+                         f"kill -9 {host.pid} 2>&1; echo pid1=$(cat /proc/1/comm)")
         assert host.poll() is None  # the kill could not reach it
         pids = [line.split()[0] for line in result.text.splitlines()
                 if line.strip() and line.split()[0].isdigit()]
