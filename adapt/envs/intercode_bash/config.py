@@ -6,7 +6,7 @@ No field names a host path: ``fs`` picks one of the four prepared file systems, 
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -49,6 +49,15 @@ class InterCodeBashConfig(BaseModel):
         description="The reference bash command, or a list of commands run one after the other "
         "(joined with `;`, as InterCode does) in a fresh sandbox of the same file system.",
         examples=["find /testbed -name \"*.c\" -print0 | xargs -0 cat | wc -l"],
+    )
+
+    observation: Literal["adapt", "intercode"] = Field(
+        default="adapt",
+        description="How a command's output is shown: 'adapt' (at most 1000 characters with a "
+        "note on the rest, '(no output)', an '[exit status N]' line after a failure) or "
+        "'intercode' (the raw output cut to 350 characters, as InterCode's ReAct agent shows it; "
+        "set by profile 'paper'). The reward always scores the full output.",
+        examples=["adapt", "intercode"],
     )
 
     @property

@@ -11,6 +11,10 @@ Actions (the keyword's case and spaces around it do not matter):
   (``reward.reward``); success is reward 1.0;
 - ``think: ...`` is a thought: observation ``OK.``, no effect.
 
+With ``observation="intercode"`` (profile ``paper``) the output is shown as InterCode's ReAct agent
+shows it: raw, cut to ``INTERCODE_MAX_CHARS`` characters. At the turn limit the engine sends
+``final_action`` (``submit``), as InterCode does, so the last state is scored.
+
 As in InterCode, the output scored is the full output of the *last* ``execute`` (``Command timed
 out`` when it timed out; none when nothing ran), and the working directory carries over from
 one command to the next (``cd`` works), environment variables do not.
@@ -42,6 +46,8 @@ logger = logging.getLogger(__name__)
 
 #: characters of a command's output shown to the model (InterCode's plan-and-solve shows 1000)
 MAX_OBSERVATION_CHARS = 1000
+#: characters InterCode's ReAct agent shows of an observation (``observation="intercode"``)
+INTERCODE_MAX_CHARS = 350
 #: characters of the last output kept in the salient state
 MAX_OUTPUT_IN_STATE = 200
 #: what the output is, for the reward, when a command timed out (InterCode's observation)
@@ -99,6 +105,14 @@ class InterCodeBash(BaseEnvironment):
     state_fields: ClassVar[tuple[str, ...]] = ("working directory",)
     #: the environment's own settings (``ADAPT_BASH_*``)
     settings_model: ClassVar[type[BashSettings]] = BashSettings
+    #: profile ``paper``: InterCode's ReAct protocol (10 turns, its observation cut)
+    paper_profile: ClassVar[dict[str, dict[str, Any]]] = {
+        "executor": {"max_steps": 10},
+        "environment_config": {"observation": "intercode"},
+    }
+    #: sent by the engine when the turn limit ends a run before the episode did (InterCode
+    #: submits at the turn limit, so the last state is scored)
+    final_action: ClassVar[str | None] = "submit"
 
     def __init__(
         self,
@@ -116,6 +130,7 @@ class InterCodeBash(BaseEnvironment):
         self._last_output: str | None = None
         self._last_command: str | None = None
         self._last_exit: int | None = None
+        self._failed_observation: str | None = None
         self._done = False
 
     # -- set-up --------------------------------------------------------------------------------
@@ -174,6 +189,7 @@ class InterCodeBash(BaseEnvironment):
         self._last_output = None
         self._last_command = None
         self._last_exit = None
+        self._failed_observation = None
         self._done = False
         return self.task_observation(cfg.question)
 
@@ -193,15 +209,21 @@ class InterCodeBash(BaseEnvironment):
         if not command:
             return StepResult("The command is empty; write execute[<bash command>]. "
                               "[exit status 2]")
-        return StepResult(self._execute(command))
+        return StepResult(self._execute(cfg, command))
 
-    def _execute(self, command: str) -> str:
+    def _execute(self, cfg: InterCodeBashConfig, command: str) -> str:
         assert self._sandbox is not None
         result = self._sandbox.run(command)
         self._last_output = TIMED_OUT if result.timed_out else result.text
         self._last_command = " ".join(command.split())
         self._last_exit = result.exit_code
-        return format_output(result)
+        if cfg.observation == "intercode":
+            observation = self._last_output[:INTERCODE_MAX_CHARS]
+        else:
+            observation = format_output(result)
+        failed = result.timed_out or result.truncated or bool(result.exit_code)
+        self._failed_observation = observation if failed else None
+        return observation
 
     def run_gold(self, cfg: InterCodeBashConfig) -> tuple[Sandbox, str]:
         """A fresh sandbox of the task's file system after the gold command, and its output."""
@@ -273,6 +295,8 @@ class InterCodeBash(BaseEnvironment):
         return " ".join(parts)
 
     def is_failure(self, observation: str) -> bool:
+        if self._failed_observation is not None and observation == self._failed_observation:
+            return True  # also in the 'intercode' format, which shows no exit status
         return bool(_FAILED.search(observation)) or observation.startswith("Invalid action")
 
     def close(self) -> None:

@@ -20,10 +20,11 @@ def test_registered_under_its_name() -> None:
 
 def test_config_rejects_host_paths_and_unknown_fields() -> None:
     for bad in ({**TASK, "fs": 5}, {**TASK, "fs": 0}, {**TASK, "root": "/etc"},
-                {**TASK, "data_dir": "/work"}, {**TASK, "gold": []}, {**TASK, "question": ""}):
+                {**TASK, "data_dir": "/work"}, {**TASK, "gold": []}, {**TASK, "question": ""},
+                {**TASK, "observation": "/etc/passwd"}):
         with pytest.raises(ValueError):
             InterCodeBashConfig.model_validate(bad)
-    assert set(InterCodeBashConfig.model_fields) == {"fs", "question", "gold"}
+    assert set(InterCodeBashConfig.model_fields) == {"fs", "question", "gold", "observation"}
     assert InterCodeBashConfig.model_validate({**TASK, "gold": ["cd /", "ls"]}).gold_command \
         == "cd /;ls"
 
@@ -103,3 +104,26 @@ def test_submit_without_a_command(bash_env: InterCodeBash) -> None:
     result = bash_env.step("submit")
     assert result.info["reward_parts"]["answer_similarity"] == 0.0
     assert result.reward == pytest.approx(0.67)
+
+
+def test_intercode_observation_format(bash_env: InterCodeBash) -> None:
+    bash_env.reset(**TASK, observation="intercode")
+    obs = bash_env.step("execute[seq 1 200; ls /nope]").observation
+    assert len(obs) == 350 and obs.startswith("1\n2\n3\n")  # raw, cut as InterCode's ReAct
+    assert bash_env.is_failure(obs)  # the exit status still counts, though not shown
+    assert bash_env.step("execute[cd /testbed]").observation == ""
+    assert bash_env.final_action == "submit"
+    assert InterCodeBash.paper_profile["environment_config"] == {"observation": "intercode"}
+
+
+async def test_turn_limit_submits(bash_env: InterCodeBash) -> None:
+    from adapt.engine import MemorySink, RunConfig, run_task
+    from adapt.llm.testing import ScriptedModel
+
+    sink = MemorySink()
+    model = ScriptedModel(['execute[find /testbed -name "*.c" | xargs cat | wc -l]',
+                           "execute[pwd]"])
+    config = RunConfig(strategy="react", d_max=1, executor={"max_steps": 2})
+    result = await run_task(bash_env, {**TASK, "gold": "pwd"}, config, model, sink=sink)
+    assert model.remaining == 0
+    assert result.reward == 1.0  # the last output (/) was scored at the turn limit
