@@ -113,6 +113,8 @@ class InterCodeBash(BaseEnvironment):
     #: sent by the engine when the turn limit ends a run before the episode did (InterCode
     #: submits at the turn limit, so the last state is scored)
     final_action: ClassVar[str | None] = "submit"
+    #: the reward that counts as solved (InterCode: 1.0), for baselines that judge trials by it
+    success_reward: ClassVar[float | None] = 1.0
 
     def __init__(
         self,
