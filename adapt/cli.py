@@ -288,18 +288,68 @@ def keys_create(
     sys.stdout.write(f"{key}\n")
 
 
+LAST_KEY_WARNING = (
+    "it is the last active key: once it is revoked EVERY request gets 401 (authentication "
+    "never switches itself off) until you create a key (`adapt keys create --tenant NAME`) or "
+    "switch authentication off explicitly with ADAPT_AUTH_MODE=off (loopback only)"
+)
+
+
 @keys_app.command("revoke")
-def keys_revoke(prefix: Annotated[str, typer.Argument(help="The key's 8-character prefix.")]) -> None:
-    """Revoke an API key by its prefix."""
-    from adapt.service.auth import revoke_key
+def keys_revoke(
+    prefix: Annotated[str, typer.Argument(help="The key's 8-character prefix.")],
+    force: Annotated[bool, typer.Option(
+        "--force", help="Revoke even the last active key (every request then gets 401).")]
+    = False,
+) -> None:
+    """Revoke an API key by its prefix (the last active key only with --force)."""
+    from adapt.service.auth import active_keys, revoke_key
+
+    async def revoke(session: AsyncSession) -> tuple[bool, int]:
+        left = await active_keys(session)
+        if left <= 1 and not force:
+            return False, left
+        return await revoke_key(session, prefix), left
 
     try:
-        found = asyncio.run(_with_session(lambda s: revoke_key(s, prefix)))
+        found, left = asyncio.run(_with_session(revoke))
     except Exception as exc:
         fail(f"could not revoke the key: {exc}")
+    if left <= 1 and not force:
+        fail(f"refusing to revoke {prefix!r}: {LAST_KEY_WARNING}. Pass --force to revoke it "
+             "anyway", code=1)
     if not found:
         fail(f"no active key with prefix {prefix!r}", code=1)
-    err.print(f"revoked key {prefix}")
+    err.print(f"revoked key {escape(prefix)}")
+    if left <= 1:
+        err.print(f"[yellow]warning:[/] {escape(LAST_KEY_WARNING)}")
+
+
+@keys_app.command("list")
+def keys_list(
+    tenant: Annotated[str | None, typer.Option(help="Only this tenant's keys.")] = None,
+) -> None:
+    """List API keys: prefix, tenant, name, created, last used, revoked (never the secret)."""
+    from adapt.service.auth import list_keys
+
+    try:
+        keys = asyncio.run(_with_session(lambda s: list_keys(s, tenant)))
+    except Exception as exc:
+        fail(f"could not list the keys (is the database migrated? `adapt db upgrade`): {exc}")
+
+    def when(value: object) -> str:
+        return value.isoformat(timespec="seconds") if hasattr(value, "isoformat") else "-"
+
+    out = Console()
+    out.print("prefix    tenant            name              created                    "
+              "last used                  revoked", style="bold", highlight=False)
+    for k in keys:
+        state = f"revoked {when(k.revoked_at)}" if k.revoked_at else "active"
+        out.print(f"{k.prefix:<9} {escape(k.tenant):<17} {escape(k.name or '-'):<17} "
+                  f"{when(k.created_at):<26} {when(k.last_used_at):<26} {state}",
+                  highlight=False, soft_wrap=True)
+    if not keys:
+        err.print("no keys: the API runs open until the first one is created")
 
 
 @app.command()

@@ -6,7 +6,7 @@ Read only at the edges (CLI, api/, workers/); the library takes plain arguments.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -114,6 +114,16 @@ class Settings(BaseSettings):
                                 description="Largest request body the API accepts.")
     host: str = Field(default="127.0.0.1", description="`adapt serve` bind address.")
     port: int = Field(default=8000, ge=1, le=65535, description="`adapt serve` port.")
+    auth_mode: Literal["auto", "keys", "off"] = Field(
+        default="auto", description="API authentication. auto: open until the first API key "
+        "is created, then a key is required for good (revoking every key does not reopen "
+        "it); keys: a key is always required; off: open to anyone, as tenant default "
+        "(`adapt serve` refuses it on a non-loopback address).",
+    )
+    metrics_token: SecretStr | None = Field(
+        default=None, description="Bearer token that /metrics requires (it aggregates all "
+        "tenants). Unset: /metrics answers only while the API runs open.",
+    )
     allow_public_without_keys: bool = Field(
         default=False, description="Let `adapt serve` bind a non-loopback address with no API "
         "keys configured (anyone can then use it).",

@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import asyncio
+import hmac
 import logging
 import time
 from collections.abc import AsyncIterator
@@ -52,7 +53,8 @@ DispatcherDep = Annotated[Dispatcher, Depends(get_dispatcher)]
 
 
 class KeysCache:
-    """Caches ``auth.any_keys`` for ``ttl`` seconds (per app)."""
+    """Caches ``auth.auth_required`` for ``ttl`` seconds (per app); once true it stays true
+    (authentication never reopens by itself)."""
 
     def __init__(self, ttl: float = KEYS_CACHE_SECONDS) -> None:
         self.ttl = ttl
@@ -60,12 +62,12 @@ class KeysCache:
         self._at = 0.0
         self._lock = asyncio.Lock()
 
-    async def any_keys(self, session: AsyncSession) -> bool:
-        if self._value is not None and time.monotonic() - self._at < self.ttl:
+    async def required(self, session: AsyncSession) -> bool:
+        if self._value or (self._value is not None and time.monotonic() - self._at < self.ttl):
             return self._value
         async with self._lock:
             if self._value is None or time.monotonic() - self._at >= self.ttl:
-                self._value = await auth.any_keys(session)
+                self._value = await auth.auth_required(session)
                 self._at = time.monotonic()
             return self._value
 
@@ -76,8 +78,9 @@ class KeysCache:
 _bearer = HTTPBearer(
     auto_error=False,
     description="API key: `Authorization: Bearer adapt_<prefix>_<secret>` (create one with "
-    "`adapt keys create --tenant NAME`). While no key exists the API is open and requests "
-    "run as tenant `default`.",
+    "`adapt keys create --tenant NAME`). Optional only while the server runs open: before the "
+    "first key is ever created (ADAPT_AUTH_MODE=auto) or with ADAPT_AUTH_MODE=off; requests "
+    "then run as tenant `default`.",
 )
 
 
@@ -94,8 +97,10 @@ async def get_tenant(
     session: SessionDep,
     _credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)],
 ) -> str:
-    """The caller's tenant. Open (tenant ``default``) while no API key exists; once one
-    exists, a valid key is required. A presented key must always be valid."""
+    """The caller's tenant. ``ADAPT_AUTH_MODE``: ``keys`` always needs a key; ``off`` runs
+    open (tenant ``default``); ``auto`` runs open until the first key is ever created and needs
+    a key from then on, also after every key is revoked. A presented key must always be
+    valid."""
     header: str | None = request.headers.get("authorization")
     if header is not None:
         scheme, _, token = header.strip().partition(" ")
@@ -108,12 +113,37 @@ async def get_tenant(
             raise _unauthorized("invalid or revoked API key; create one with "
                                 "`adapt keys create --tenant NAME`", "invalid_token")
         return tenant
+    settings: Settings = request.app.state.settings
+    mode = settings.auth_mode
     cache: KeysCache = request.app.state.keys_cache
-    if await cache.any_keys(session):
+    if mode == "keys" or (mode == "auto" and await cache.required(session)):
         raise _unauthorized("an API key is required: send 'Authorization: Bearer "
-                            "adapt_<prefix>_<secret>' (create one with `adapt keys create "
-                            "--tenant NAME`)")
+                            "adapt_<prefix>_<secret>' (the operator creates one with `adapt "
+                            "keys create --tenant NAME`)")
     return auth.DEFAULT_TENANT
 
 
 TenantDep = Annotated[str, Depends(get_tenant)]
+
+
+async def check_metrics_access(request: Request, session: SessionDep) -> None:
+    """``/metrics`` aggregates every tenant: it needs ``ADAPT_METRICS_TOKEN`` as a bearer token;
+    without that setting it answers only while the API runs open."""
+    settings: Settings = request.app.state.settings
+    header = request.headers.get("authorization") or ""
+    if settings.metrics_token is not None:
+        expected = f"Bearer {settings.metrics_token.get_secret_value()}"
+        if hmac.compare_digest(header.strip().encode(), expected.encode()):
+            return
+        raise _unauthorized("/metrics needs the metrics token: send 'Authorization: Bearer "
+                            "<ADAPT_METRICS_TOKEN>'", "invalid_token" if header else None)
+    cache: KeysCache = request.app.state.keys_cache
+    if settings.auth_mode == "off" or (settings.auth_mode == "auto"
+                                       and not await cache.required(session)):
+        return
+    raise _unauthorized("/metrics shows every tenant's figures, so API keys do not open it: the "
+                        "operator sets ADAPT_METRICS_TOKEN and scrapes with 'Authorization: "
+                        "Bearer <token>'")
+
+
+MetricsAccessDep = Depends(check_metrics_access)

@@ -1,7 +1,8 @@
 """``serve(settings, host, port)``: what ``adapt serve`` runs.
 
 Refuses to expose an unauthenticated API: binding a non-loopback address while no API key
-exists needs ``ADAPT_ALLOW_PUBLIC_WITHOUT_KEYS=1``. Runs one uvicorn process; in embedded mode
+was ever created needs ``ADAPT_ALLOW_PUBLIC_WITHOUT_KEYS=1``, and ``ADAPT_AUTH_MODE=off`` is
+refused there outright. Runs one uvicorn process; in embedded mode
 the tasks run in that process's event loop.
 """
 
@@ -24,14 +25,26 @@ async def _any_keys(settings: Settings) -> bool:
     engine = create_engine(settings.database_url)
     try:
         async with session_factory(engine)() as session:
-            return await auth.any_keys(session)
+            return await auth.auth_required(session)
     finally:
         await engine.dispose()
 
 
 def check_exposure(settings: Settings, host: str, has_keys: bool) -> None:
-    """Raise ``UserError`` for a public bind without keys; warn loudly for an open local one."""
-    if has_keys:
+    """Raise ``UserError`` for a public bind without keys; warn loudly for an open local one.
+
+    ``has_keys``: a key was ever created (authentication is then required in mode auto)."""
+    if settings.auth_mode == "off":
+        if not is_loopback_host(host):
+            raise UserError(
+                f"refusing to listen on {host} with ADAPT_AUTH_MODE=off: anyone who can reach "
+                "this address could run tasks. Authentication can only be switched off on a "
+                "loopback address (127.0.0.1)"
+            )
+        log.warning("WARNING: ADAPT_AUTH_MODE=off: the API on %s is OPEN to anyone on this "
+                    "machine", host)
+        return
+    if has_keys or settings.auth_mode == "keys":
         return
     if not is_loopback_host(host):
         if not settings.allow_public_without_keys:

@@ -5,7 +5,12 @@ so a key can be named (``adapt keys revoke <prefix>``) without revealing it; ``s
 URL-safe characters. Only ``sha256(secret)`` is stored.
 
 ``create_key`` and ``revoke_key`` commit their own transaction (the plaintext is returned only
-after the key is durable); ``tenant_for`` and ``any_keys`` only read.
+after the key is durable); ``tenant_for`` records when a key was last used (at most once a
+minute per key).
+
+Authentication is sticky: once a key has ever been created, ``auth_required`` stays true, also
+after every key is revoked (then every request gets 401 until a key is created or the operator
+sets ``ADAPT_AUTH_MODE=off``). Revoked keys stay in the table for that reason.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ import re
 import secrets
 import uuid
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 
 from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -26,6 +31,8 @@ from adapt.store.models import ApiKey, utcnow
 
 KEY_SCHEME = "adapt"
 DEFAULT_TENANT = "default"
+#: ``last_used_at`` is written at most this often per key
+TOUCH_INTERVAL = timedelta(seconds=60)
 _PREFIX_CHARS = 8
 _TENANT_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$")
 _KEY_RE = re.compile(r"^adapt_([0-9a-f]{8})_([A-Za-z0-9_-]{16,256})$")
@@ -40,6 +47,7 @@ class KeyInfo:
     name: str | None
     created_at: datetime
     revoked_at: datetime | None
+    last_used_at: datetime | None = None
 
 
 def hash_secret(secret: str) -> str:
@@ -87,18 +95,35 @@ async def tenant_for(session: AsyncSession, token: str) -> str | None:
     prefix, secret = parsed
     digest = hash_secret(secret)
     row = (await session.execute(
-        select(ApiKey.tenant, ApiKey.prefix)
+        select(ApiKey.id, ApiKey.tenant, ApiKey.prefix, ApiKey.last_used_at)
         .where(ApiKey.key_hash == digest, ApiKey.revoked_at.is_(None))
     )).one_or_none()
     if row is None or not hmac.compare_digest(row.prefix, prefix):
         return None
+    now = utcnow()
+    if row.last_used_at is None or now - row.last_used_at >= TOUCH_INTERVAL:
+        await session.execute(update(ApiKey).where(ApiKey.id == row.id)
+                              .values(last_used_at=now))
+        await session.commit()
     return str(row.tenant)
 
 
 async def any_keys(session: AsyncSession) -> bool:
-    """Whether at least one unrevoked key exists (if none, the API runs open)."""
+    """Whether at least one unrevoked key exists."""
     found = await session.scalar(select(ApiKey.id).where(ApiKey.revoked_at.is_(None)).limit(1))
     return found is not None
+
+
+async def auth_required(session: AsyncSession) -> bool:
+    """Whether a key was ever created (revoked or not): from then on the API needs a key."""
+    found = await session.scalar(select(ApiKey.id).limit(1))
+    return found is not None
+
+
+async def active_keys(session: AsyncSession) -> int:
+    """How many unrevoked keys exist."""
+    rows = (await session.execute(select(ApiKey.id).where(ApiKey.revoked_at.is_(None))))
+    return len(rows.all())
 
 
 async def revoke_key(session: AsyncSession, prefix: str) -> bool:
@@ -126,4 +151,5 @@ async def list_keys(session: AsyncSession, tenant: str | None = None) -> list[Ke
     if tenant is not None:
         stmt = stmt.where(ApiKey.tenant == tenant)
     rows = (await session.execute(stmt)).scalars().all()
-    return [KeyInfo(r.prefix, r.tenant, r.name, r.created_at, r.revoked_at) for r in rows]
+    return [KeyInfo(r.prefix, r.tenant, r.name, r.created_at, r.revoked_at, r.last_used_at)
+            for r in rows]

@@ -20,7 +20,8 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from adapt.store.queries import Histogram, MetricsSnapshot, metrics_snapshot
-from api.deps import SessionDep
+from api.deps import MetricsAccessDep, SessionDep
+from api.schemas import Problem
 
 router = APIRouter(tags=["health"])
 
@@ -62,9 +63,14 @@ class SnapshotCollector(Collector):
 @router.get(
     "/metrics",
     summary="Prometheus metrics (from the database)",
+    description="Aggregates every tenant, so it is protected apart from the API keys: send "
+    "`Authorization: Bearer <ADAPT_METRICS_TOKEN>`. Without that setting it answers only while "
+    "the API runs open.",
     response_class=Response,
     responses={200: {"content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}},
-                     "description": "Prometheus text exposition format"}},
+                     "description": "Prometheus text exposition format"},
+               401: {"model": Problem, "description": "Missing or wrong metrics token"}},
+    dependencies=[MetricsAccessDep],
 )
 async def metrics(session: SessionDep) -> Response:
     snap = await metrics_snapshot(session)

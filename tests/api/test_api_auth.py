@@ -79,8 +79,10 @@ async def test_once_a_key_exists_every_route_but_probes_needs_one(
         assert response.headers["www-authenticate"].startswith("Bearer")
         assert response.headers["content-type"] == "application/problem+json"
         assert "adapt keys create" in response.json()["detail"]
-    for url in ("/healthz", "/readyz", "/metrics"):
+    for url in ("/healthz", "/readyz"):
         assert (await client.get(url)).status_code == 200, url
+    # /metrics shows every tenant: a tenant's key does not open it (ADAPT_METRICS_TOKEN does)
+    assert (await client.get("/metrics")).status_code == 401
 
     wrong = await client.get("/tasks", headers=bearer(key[:-2] + "zz"))
     assert wrong.status_code == 401 and "invalid_token" in wrong.headers["www-authenticate"]
@@ -133,8 +135,9 @@ async def test_revoked_keys_stop_working(client: httpx.AsyncClient, app: FastAPI
     assert (await client.get("/tasks", headers=bearer(keep))).status_code == 200
     async with sessions_of(app)() as session:
         assert await auth.revoke_key(session, keep) is True  # the whole key works too
-    # no active key left: open again
-    assert (await client.get("/tasks")).status_code == 200
+    # no active key left: still closed (authentication never reopens by itself)
+    assert (await client.get("/tasks")).status_code == 401
+    assert (await client.get("/tasks", headers=bearer(keep))).status_code == 401
     assert await count_rows(app, ApiKey) == 2
 
 
