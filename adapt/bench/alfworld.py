@@ -46,7 +46,7 @@ from adapt.bench.textcraft import (
 )
 from adapt.engine import RunConfig, run_task
 from adapt.engine.profiles import apply_profile
-from adapt.engine.run import PriceFn
+from adapt.engine.runtime import PriceFn
 from adapt.errors import InvalidConfig
 
 #: the task types, in the papers' column order

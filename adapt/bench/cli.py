@@ -14,7 +14,7 @@ from adapt.errors import UserError
 
 if TYPE_CHECKING:
     from adapt.bench.textcraft import BenchModel
-    from adapt.engine.run import PriceFn
+    from adapt.engine.runtime import PriceFn
 
 bench_app = typer.Typer(help="Benchmarks: success rates, decomposition depth, calls, cost.",
                         no_args_is_help=True)
@@ -27,7 +27,7 @@ def load_bench_models(model: list[str] | None, executor_model: str | None,
     from adapt.bench.textcraft import BenchModel
     from adapt.llm.base import Usage
     from adapt.llm.pricing import Pricing
-    from adapt.runlocal import load_models
+    from adapt.standalone import load_models
     from adapt.settings import get_settings
 
     settings = get_settings()
@@ -216,7 +216,7 @@ def bench_sql(
     from adapt.bench.textcraft import BenchModel, parse_d_max, parse_profiles
     from adapt.llm.base import Usage
     from adapt.llm.pricing import Pricing
-    from adapt.runlocal import load_models
+    from adapt.standalone import load_models
     from adapt.settings import OPENAI_DEFAULT_MODEL, get_settings
 
     setup_logging(verbose)

@@ -49,7 +49,7 @@ from adapt.bench.report import (
 from adapt.bench.textcraft import BenchModel, _items, parse_d_max, parse_names, parse_profiles
 from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.engine.profiles import apply_profile
-from adapt.engine.run import PriceFn
+from adapt.engine.runtime import PriceFn
 from adapt.engine.tree import UsageTotals
 from adapt.envs.intercode_sql import InterCodeSQL
 from adapt.envs.intercode_sql.env import _EXECUTE, ERROR_PREFIX

@@ -39,7 +39,7 @@ from adapt.bench.report import BenchEntry, BenchReport, ModelInfo, TaskRecord, a
 from adapt.engine import RunConfig, available_strategies, run_task
 from adapt.engine.config import ExecutorConfig
 from adapt.engine.profiles import PROFILES, apply_profile
-from adapt.engine.run import PriceFn
+from adapt.engine.runtime import PriceFn
 from adapt.envs.textcraft import TextCraft, TextCraftConfig
 from adapt.envs.textcraft.tasks import Task, tasks
 from adapt.errors import InvalidConfig

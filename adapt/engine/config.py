@@ -7,15 +7,17 @@ from typing import Annotated, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from adapt.engine.budget import Budget
+from adapt.engine.executors.registry import available_executors
 
 
 class ExecutorConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    kind: Literal["react", "stateact", "stateflow", "spec"] = Field(
+    kind: str = Field(
         default="react",
-        description="Executor design: react, stateact, stateflow or spec (an agent from a "
-        "declarative behaviour specification, see `spec`).")
+        description="Executor design: react, stateact, stateflow, spec (an agent from a "
+        "declarative behaviour specification, see `spec`) or one a plug-in package registers "
+        "(entry point group `adapt.executors`).")
     spec: str = Field(
         default="react",
         description="For kind 'spec': a built-in agent (react, rewoo, reflexion, cot, direct, "
@@ -42,6 +44,14 @@ class ExecutorConfig(BaseModel):
         description="Where 'task completed' / 'task failed' count as the executor's verdict: "
         "in a thought only, or in any line, actions included (the ADaPT TextCraft code; set by "
         "profile 'paper').")
+
+    @field_validator("kind")
+    @classmethod
+    def _kind(cls, value: str) -> str:
+        known = available_executors()
+        if value not in known:
+            raise ValueError(f"unknown executor kind {value!r}; available: {', '.join(known)}")
+        return value
 
     @field_validator("spec")
     @classmethod

@@ -21,3 +21,15 @@ def render(env: Environment, kind: str, *, task: str, context: str | None, **ext
 
 def trajectory_line(action: str, observation: str) -> str:
     return f"> {action}\n{observation}\n"
+
+
+def require_template(env: Environment, kind: str, strategy: str) -> None:
+    """Raise a clear ``UserError`` before anything runs if ``env`` lacks a template."""
+    try:
+        env.prompt_template(kind)
+    except KeyError:
+        raise UserError(
+            f"strategy {strategy!r} needs a {kind!r} prompt template, which environment "
+            f"{env.name!r} does not have; add prompts/{kind}.txt to its package or "
+            "override prompt_template()"
+        ) from None

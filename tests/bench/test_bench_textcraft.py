@@ -14,6 +14,8 @@ from adapt.bench.report import BenchReport, TaskRecord, to_markdown
 from adapt.bench.textcraft import parse_d_max, parse_strategies, run_bench, select_tasks
 from adapt.cli import app
 from adapt.engine import strategies as registry
+from adapt.engine.strategies.core import react_strategy
+from adapt.engine.strategies.registry import STRATEGIES
 from adapt.errors import UserError
 
 SIM = "sim:textcraft?capability=1&error_rate=0.1&seed=7"
@@ -86,11 +88,11 @@ def test_results_are_sorted_and_each_reported(report: BenchReport) -> None:
 
 
 def test_a_newly_registered_strategy_just_works() -> None:
-    registry.register("bench_test_alias")(registry.react_strategy)
+    registry.register("bench_test_alias")(react_strategy)
     try:
         out = run_bench(limit=3, strategies="bench_test_alias", d_max=1, models=SIM)
     finally:
-        registry._STRATEGIES.pop("bench_test_alias")
+        STRATEGIES.unregister("bench_test_alias")
     assert [e.strategy for e in out.entries] == ["bench_test_alias"]
     assert out.entries[0].tasks == 3
 

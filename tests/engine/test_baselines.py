@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from adapt.engine import MemorySink, RunConfig, available_strategies, run_task
-from adapt.engine.baselines import REFLECTIONS_HEADER
+from adapt.engine.strategies.trials import REFLECTIONS_HEADER
 from adapt.errors import UserError
 from adapt.llm.testing import FunctionModel, ScriptedModel
 from tests.engine.toy import ToyEnv
@@ -166,8 +166,8 @@ async def test_try_again_stops_at_the_first_success(tenv: TrialEnv) -> None:
 
 
 async def test_try_again_restores_the_config_temperature(tenv: TrialEnv) -> None:
-    from adapt.engine.baselines import try_again_strategy
-    from adapt.engine.run import Run
+    from adapt.engine.strategies.trials import try_again_strategy
+    from adapt.engine.runtime import Run
 
     model = ScriptedModel([FAIL, FAIL])
     run = Run(tenv, RunConfig(d_max=2), model, env_config={"goal": "g"})

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from adapt.engine import MemorySink, RunConfig, run_task
-from adapt.engine.executor import parse_line
+from adapt.engine.executors.base import parse_line
 from adapt.llm.testing import ScriptedModel
 from tests.engine.toy import ToyEnv
 

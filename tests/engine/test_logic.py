@@ -6,8 +6,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from adapt.engine import logic
-from adapt.engine.plan_parse import parse_plan
+from adapt.engine.planning import logic
+from adapt.engine.planning.parse import parse_plan
 from adapt.engine.tree import LogicExpr, LogicGroup, StepRef
 
 steps = st.builds(StepRef, index=st.integers(min_value=1, max_value=30))

@@ -12,8 +12,8 @@ from typing import Any, ClassVar
 import pytest
 
 from adapt.engine import MemorySink, RunConfig, run_task
-from adapt.engine.spec_actions import batch_mode
-from adapt.engine.spec_pass import (
+from adapt.engine.executors.spec_agent.actions import batch_mode
+from adapt.engine.executors.spec_agent.pass_output import (
     ALPHA,
     can_score,
     choose,

@@ -7,10 +7,10 @@ from typing import Any, ClassVar
 import pytest
 
 from adapt.engine import MemorySink, RunConfig, run_task
-from adapt.engine.executor import ReActExecutor
+from adapt.engine.executors.react import ReActExecutor
 from adapt.engine.executors import make_executor
-from adapt.engine.run import Run
-from adapt.engine.stateact import (
+from adapt.engine.runtime import Run
+from adapt.engine.executors.stateact import (
     DEFAULT_MAX_TOKENS,
     STOP,
     StateActExecutor,

@@ -9,15 +9,15 @@ import pytest
 
 from adapt.engine import RunConfig
 from adapt.engine.executors import make_executor
-from adapt.engine.run import Run
-from adapt.engine.stateflow import (
+from adapt.engine.runtime import Run
+from adapt.engine.executors.stateflow import (
     Machine,
     builtin_machines,
     load_machine,
     machine_for_env,
     parse_machine,
 )
-from adapt.engine.stateflow.models import Rule
+from adapt.engine.executors.stateflow.models import Rule
 from adapt.errors import UserError
 from adapt.llm.testing import ScriptedModel
 from tests.engine.toy import ToyEnv

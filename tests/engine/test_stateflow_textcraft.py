@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import pytest
 
 from adapt.engine import MemorySink, RunConfig, run_task
-from adapt.engine.stateflow import Machine, register_machine, unregister_machine
+from adapt.engine.executors.stateflow import Machine, register_machine, unregister_machine
 from adapt.envs.textcraft import TextCraft
 from adapt.envs.textcraft.solver import solve
 from adapt.llm.base import ChatRequest

@@ -13,7 +13,7 @@ import pytest
 pytest.importorskip("adapt.envs.textcraft.solver")
 
 from adapt.engine import MemorySink, RunConfig, run_task
-from adapt.engine.stateact import STOP, parse_output
+from adapt.engine.executors.stateact import STOP, parse_output
 from adapt.envs.textcraft import TextCraft, tasks
 from adapt.envs.textcraft.book import load_book
 from adapt.envs.textcraft.recipes import display

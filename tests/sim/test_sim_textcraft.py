@@ -269,7 +269,7 @@ def test_planner_base_item_and_craft_using_goals() -> None:
 
 
 def test_planner_output_parses_with_the_engine_parser() -> None:
-    plan_parse = pytest.importorskip("adapt.engine.plan_parse")
+    plan_parse = pytest.importorskip("adapt.engine.planning.parse")
     game = MiniCraft(BOOKS, "craft bookshelf", PLANKS)
     plan = plan_parse.parse_plan(plan_of(SimTextCraftModel(), game, "craft bookshelf"))
     assert plan.steps == [

@@ -10,7 +10,7 @@ import pytest
 pytest.importorskip("adapt.envs.alfworld", reason="needs the alfworld extra: "
                     "pip install -e '.[alfworld]'")
 
-from adapt.engine.plan_parse import parse_plan
+from adapt.engine.planning.parse import parse_plan
 from adapt.envs.alfworld import ALFWorld
 from tests.envs.alfworld.prompt_examples import EXAMPLES, play
 

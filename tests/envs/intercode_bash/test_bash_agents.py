@@ -8,7 +8,7 @@ import string
 from typing import Any
 
 from adapt.engine import MemorySink, RunConfig, run_task
-from adapt.engine.stateflow.loader import load_machine
+from adapt.engine.executors.stateflow.loader import load_machine
 from adapt.engine.tree import Step
 from adapt.envs.intercode_bash import InterCodeBash
 from adapt.envs.testing import check_environment

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from adapt.engine import MemorySink, RunConfig, run_task
-from adapt.engine.stateact import STOP, parse_output
+from adapt.engine.executors.stateact import STOP, parse_output
 from adapt.envs.intercode_sql import InterCodeSQL, tasks
 from adapt.envs.intercode_sql.tasks import Task
 from adapt.llm.base import ChatRequest

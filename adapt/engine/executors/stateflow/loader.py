@@ -17,11 +17,11 @@ from typing import Any
 import yaml  # type: ignore[import-untyped]
 from pydantic import ValidationError
 
-from adapt.engine.stateflow.models import Machine
+from adapt.engine.executors.stateflow.models import Machine
 from adapt.envs.base import Environment
 from adapt.errors import UserError
 
-_PACKAGE = "adapt.engine.stateflow"
+_PACKAGE = "adapt.engine.executors.stateflow"
 _REGISTERED: dict[str, Machine] = {}
 
 
@@ -100,7 +100,7 @@ def machine_for_env(env: Environment) -> Machine:
         raise UserError(
             f"the stateflow executor has no state machine for environment {env.name!r}; "
             f"built-in machines: {', '.join(builtin_machines())}. Add "
-            f"adapt/engine/stateflow/machines/{env.name}.yaml or call "
-            "adapt.engine.stateflow.register_machine()"
+            f"adapt/engine/executors/stateflow/machines/{env.name}.yaml or call "
+            "adapt.engine.executors.stateflow.register_machine()"
         )
     return _builtin(env.name)

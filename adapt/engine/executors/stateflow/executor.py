@@ -27,10 +27,10 @@ from dataclasses import dataclass, field
 from string import Template
 from typing import Any
 
-from adapt.engine.executor import THOUGHT_OK, ExecutionResult, parse_line
-from adapt.engine.run import Run
-from adapt.engine.stateflow.loader import machine_for_env
-from adapt.engine.stateflow.models import Machine, State, Transition
+from adapt.engine.executors.base import THOUGHT_OK, ExecutionResult, parse_line
+from adapt.engine.runtime import Run
+from adapt.engine.executors.stateflow.loader import machine_for_env
+from adapt.engine.executors.stateflow.models import Machine, State, Transition
 from adapt.engine.tree import Node, Step, StepKind
 from adapt.llm.base import ChatRequest
 

@@ -17,7 +17,7 @@ Each step the model writes, in ONE completion, ``key: value`` lines (keys are ca
 - ``action``: the action sent to the environment. The LAST ``action:`` line wins. ``think`` (or
   ``think: ...``) is no action: the step is a thought, its observation is ``OK.``.
 
-Rules (shared with ReAct, ``adapt.engine.executor``):
+Rules (shared with ReAct, ``adapt.engine.executors.react``):
 
 - success: the environment gives reward > 0, or a step's ``thought`` (or a ``think: ...``
   action) says ``Task completed!``; failure: it says ``Task failed!``. The declaring step's
@@ -47,10 +47,9 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapt.engine.executor import THOUGHT_OK, ExecutionResult, reward_outcome
-from adapt.engine.executors import register_executor
+from adapt.engine.executors.base import THOUGHT_OK, ExecutionResult, reward_outcome
 from adapt.engine.prompts import render
-from adapt.engine.run import Run
+from adapt.engine.runtime import Run
 from adapt.engine.tree import Node, Step
 from adapt.errors import UserError
 from adapt.llm.base import ChatRequest
@@ -274,7 +273,5 @@ class StateActExecutor:
                 return ExecutionResult(False, None, best_reward, "patience", index)
         return ExecutionResult(False, None, best_reward, "max_steps", self.max_steps)
 
-
-register_executor("stateact", lambda run, steps: StateActExecutor(run, max_steps=steps))
 
 __all__ = ["StateActExecutor", "StateActOutput", "parse_output", "render_step", "step_format"]

@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from adapt.engine.run import Run
-from adapt.engine.stateflow.runner import StateFlowExecutor
-from adapt.engine.strategies import register
+from adapt.engine.runtime import Run
+from adapt.engine.executors.stateflow.executor import StateFlowExecutor
 from adapt.engine.tree import Node
 
 
-@register("stateflow")
 async def stateflow_strategy(run: Run, goal: str, task: str) -> Node:
     """The environment's StateFlow machine alone, once, on the whole task (depth 1).
 

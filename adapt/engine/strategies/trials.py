@@ -1,15 +1,7 @@
-"""The paper's baselines (section 4.2) besides ``react``: ``plan_and_execute``, ``try_again`` and
-``reflexion``. All use the same ReAct executor as ADaPT and record everything in the same tree.
+"""The paper's trial baselines (section 4.2): ``try_again`` and ``reflexion``. They use the same
+executor as ADaPT and record everything in the same tree.
 
-Tree shapes:
-
-- ``plan_and_execute``: a root ``task`` node (depth 1) that is NOT executed: one planner call
-  with the environment's ``plan_and_execute`` template (a detailed plan over all levels) goes
-  first, the root records the plan and ``termination="planned"``. The plan's steps become
-  children at depth 2 (nested AND/OR groups become ``group`` nodes, as in ADaPT); every step is
-  executed once and never planned (no recursion). AND/OR semantics, ``skipped`` nodes and the
-  propagation of the salient state are ADaPT's.
-- ``try_again`` and ``reflexion``: a root ``group`` node (logic ``or``, depth 1, never executed)
+Tree shape: a root ``group`` node (logic ``or``, depth 1, never executed)
   whose children are trial ``task`` nodes labelled ``trial 1``, ``trial 2``, ... also at depth 1:
   a trial is the whole task again, not a decomposition, so ``TaskResult.max_depth`` stays 1
   (decomposition depth is only meaningful for ``adapt`` and ``plan_and_execute``). Trials are
@@ -24,16 +16,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from adapt.engine.controller import AdaptController
+from adapt.engine.strategies.controller import AdaptController
 from adapt.engine.events import Event as TreeEvent
 from adapt.engine.events import StepAppended, TreeSink, flush
-from adapt.engine.executor import ExecutionResult
-from adapt.engine.planner import Planner
-from adapt.engine.prompts import render, trajectory_line
-from adapt.engine.run import Run
-from adapt.engine.strategies import register
-from adapt.engine.tree import LogicGroup, Node, Step
-from adapt.errors import UserError
+from adapt.engine.executors.base import ExecutionResult
+from adapt.engine.prompts import render, require_template, trajectory_line
+from adapt.engine.runtime import Run
+from adapt.engine.tree import Node, Step
 from adapt.llm.base import ChatRequest
 
 #: executor temperature for ``try_again`` trials after the first (Appendix A)
@@ -42,60 +31,6 @@ RETRY_TEMPERATURE = 0.7
 REFLECTIONS_HEADER = "Reflections from earlier failed attempts:"
 #: completion limit for one reflection (1-3 sentences)
 REFLECTION_MAX_TOKENS = 256
-
-
-def _require_template(run: Run, kind: str, strategy: str) -> None:
-    """Raise a clear ``UserError`` before anything runs if the env lacks a template."""
-    try:
-        run.env.prompt_template(kind)
-    except KeyError:
-        raise UserError(
-            f"strategy {strategy!r} needs a {kind!r} prompt template, which environment "
-            f"{run.env.name!r} does not have; add prompts/{kind}.txt to its package or "
-            "override prompt_template()"
-        ) from None
-
-
-# -- plan and execute -----------------------------------------------------------------------
-class PlanAndExecuteController(AdaptController):
-    """ADaPT's build/run_children logic with a solve() that only executes (never plans)."""
-
-    def __init__(self, run: Run) -> None:
-        super().__init__(run)
-        self.planner = Planner(run, template="plan_and_execute")
-
-    async def solve(self, node: Node, task: str | None = None) -> bool:
-        task = task if task is not None else self.run.env.task_observation(node.goal)
-        result = await self.try_executor(node, task)
-        return await self.finish(node, result.success)
-
-    async def plan_root(self, root: Node, task: str) -> bool:
-        run = self.run
-        await run.update(root, status="running", context_in=run.context)
-        plan = await self.planner.plan(root, task)
-        if not plan.steps or plan.expression is None:
-            await run.update(root, plan=plan, termination="planned",
-                             error="the planner returned no steps")
-            return await self.finish(root, False)
-        expr = plan.expression
-        group = expr if isinstance(expr, LogicGroup) else LogicGroup(op="and", children=[expr])
-        await run.update(root, plan=plan, logic=group.op, termination="planned")
-        children = await self.build(root, group, plan.steps, root.depth + 1)
-        ok = await self.run_children(group.op, children)
-        return await self.finish(root, ok)
-
-
-@register("plan_and_execute")
-async def plan_and_execute_strategy(run: Run, goal: str, task: str) -> Node:
-    """Plan once with a detailed plan (template ``plan_and_execute``), execute every step once.
-
-    The root is not executed; it holds the plan (``termination="planned"``). Steps are children
-    at depth 2, executed but never planned, whatever ``d_max`` says.
-    """
-    _require_template(run, "plan_and_execute", "plan_and_execute")
-    root = await run.new_node(kind="task", goal=goal, depth=1)
-    await PlanAndExecuteController(run).plan_root(root, task)
-    return root
 
 
 # -- trials -----------------------------------------------------------------------------------
@@ -182,7 +117,6 @@ async def _trials_root(run: Run, goal: str) -> Node:
     return root
 
 
-@register("try_again")
 async def try_again_strategy(run: Run, goal: str, task: str) -> Node:
     """Up to ``d_max`` independent executor trials of the whole task; success at the first.
 
@@ -227,7 +161,6 @@ async def reflect(run: Run, node: Node, task: str, context: str | None,
     return text or "The attempt failed without a clear reason; try a different approach."
 
 
-@register("reflexion")
 async def reflexion_strategy(run: Run, goal: str, task: str) -> Node:
     """Reflexion: up to ``d_max`` trials; after a failed one, a reflection for the next ones.
 
@@ -242,7 +175,7 @@ async def reflexion_strategy(run: Run, goal: str, task: str) -> Node:
     environment's reward when the environment gives one (:func:`trial_succeeded`), so a trial
     that claims success without reward is reflected on too.
     """
-    _require_template(run, "reflection", "reflexion")
+    require_template(run.env, "reflection", "reflexion")
     controller = AdaptController(run)
     root = await _trials_root(run, goal)
     reflections: list[str] = []

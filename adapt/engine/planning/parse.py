@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 
-from adapt.engine import logic
+from adapt.engine.planning import logic
 from adapt.engine.tree import Plan
 
 _STEP_LINE = re.compile(r"^\s*(?:[-*]\s*)?step\s*(\d+)\s*[:.)-]\s*(.*\S)\s*$", re.IGNORECASE)

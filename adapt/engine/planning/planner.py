@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from adapt.engine.monitoring import generate, planner_monitor
-from adapt.engine.plan_parse import parse_plan
+from adapt.engine.decoding import generate, planner_monitor
+from adapt.engine.planning.parse import parse_plan
 from adapt.engine.prompts import render
-from adapt.engine.run import Run
+from adapt.engine.runtime import Run
 from adapt.engine.tree import Node, Plan
 from adapt.llm.base import ChatRequest
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import threading
 
-from adapt.engine.run import Run
+from adapt.engine.runtime import Run
 from adapt.engine.spec.generate import Generation, monitored_generate
 from adapt.engine.spec.model import Spec
 from adapt.engine.spec.monitor import Monitor

@@ -8,52 +8,16 @@ failure (as the environment defines it) or ``OK.``; or ``max_steps`` LLM calls u
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
-from adapt.engine.monitoring import executor_monitor, generate
+from adapt.engine.decoding import executor_monitor, generate
+from adapt.engine.executors.base import THOUGHT_OK, ExecutionResult, parse_line, reward_outcome
 from adapt.engine.prompts import render, trajectory_line
-from adapt.engine.run import Run
+from adapt.engine.runtime import Run
 from adapt.engine.tree import Node, Step
 from adapt.llm.base import ChatRequest
 
-THOUGHT_OK = "OK."
 _COMPLETED = re.compile(r"task\s+completed", re.IGNORECASE)
 _FAILED = re.compile(r"task\s+failed", re.IGNORECASE)
-
-
-@dataclass(slots=True)
-class ExecutionResult:
-    success: bool  # environment reward > 0, or self-assessed completion
-    self_assessed: bool | None  # True: said completed; False: said failed; None: neither
-    reward: float
-    termination: str  # completed | failed | reward | done | patience | max_steps
-    steps: int
-
-
-def reward_outcome(run: Run, reward: float, done: bool, best_reward: float,
-                   steps: int) -> ExecutionResult | None:
-    """Record a step's environment reward on ``run``; the result when the step ends the
-    executor run (the episode is over, or a reward was earned), else ``None``."""
-    if reward > 0:
-        run.reward = max(run.reward, reward)
-    if done:
-        run.episode_done = True
-        return ExecutionResult(reward > 0, None, best_reward, "reward" if reward > 0 else "done",
-                               steps)
-    if reward > 0:
-        return ExecutionResult(True, None, best_reward, "reward", steps)
-    return None
-
-
-def parse_line(raw: str) -> str:
-    """The one line the model wrote: first non-empty line, without a leading ``>``."""
-    for line in raw.splitlines():
-        line = line.strip()
-        if line.startswith(">"):
-            line = line[1:].strip()
-        if line:
-            return line
-    return ""
 
 
 class ReActExecutor:

@@ -5,12 +5,12 @@ agent (react, rewoo, reflexion, cot, direct, pass; ``adapt.engine.spec``) or a w
 See docs/agent-library.md.
 
 The prompt is the instructions (from the spec's states and the environment's actions), matching
-few-shot examples (``adapt.engine.spec_prompt``) and the trace, which starts with the first
+few-shot examples (``adapt.engine.executors.spec_agent.prompt``) and the trace, which starts with the first
 state's prompt and the task (``[Question] <task>``). The model writes the trace under the
 decoding monitor (``RunConfig.monitor``; when disabled the same loop runs without corrections)
 until an environment-supplied state is due (generation stops at its prompt, and at the first
 state's prompt when the behaviour never returns to it), which the executor supplies by its name
-(``adapt.engine.spec_states``):
+(``adapt.engine.executors.spec_agent.states``):
 
 - ``Obs``: the action written before it (``f"{Act} {Act-Inp}"``) runs; its observation;
 - ``Eval``: the ``Prop-Ans`` is checked with the environment's ``answer_action`` (if it has one
@@ -18,8 +18,8 @@ state's prompt when the behaviour never returns to it), which the executor suppl
 - ``Solver`` (ReWOO): every planned action runs in order, earlier labels (``#E1``) in later
   inputs replaced by their results; then one ``solver`` call answers from the evidence;
 - ``Sum`` (PASS): the actions since the last ``Plan`` run concurrently where the environment
-  allows (``adapt.engine.spec_actions``); a ``summarizer`` call condenses them and
-  ``executor.pass_output`` picks the summary or the raw results (``adapt.engine.spec_pass``);
+  allows (``adapt.engine.executors.spec_agent.actions``); a ``summarizer`` call condenses them and
+  ``executor.pass_output`` picks the summary or the raw results (``adapt.engine.executors.spec_agent.pass_output``);
 - any other: the actions written since the last supplied state run in order; their results.
 
 When the behaviour is complete, the last state's text is the answer. With an ``answer_action``
@@ -37,15 +37,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from adapt.engine.executor import ExecutionResult
-from adapt.engine.executors import register_executor
-from adapt.engine.run import Run
+from adapt.engine.executors.base import ExecutionResult
+from adapt.engine.runtime import Run
 from adapt.engine.spec.generate import Annotate, Generation, monitored_generate
 from adapt.engine.spec.model import Spec, StateDef, load_spec
 from adapt.engine.spec.monitor import Monitor, Segment
-from adapt.engine.spec_actions import ACTION_STATES, PlannedAction, planned_actions
-from adapt.engine.spec_prompt import header, neutralize
-from adapt.engine.spec_states import HANDLERS, observe
+from adapt.engine.executors.spec_agent.actions import ACTION_STATES, PlannedAction, planned_actions
+from adapt.engine.executors.spec_agent.prompt import header, neutralize
+from adapt.engine.executors.spec_agent.states import HANDLERS, observe
 from adapt.engine.tree import Node, Step
 from adapt.envs.base import StepResult
 from adapt.llm.base import ChatRequest, ChatResponse
@@ -287,7 +286,5 @@ class Episode:
                             state=None, violation=check.kind)
         return self.count_bad(True)
 
-
-register_executor("spec", lambda run, steps: SpecExecutor(run, max_steps=steps))
 
 __all__ = ["SpecExecutor"]

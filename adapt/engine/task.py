@@ -9,7 +9,7 @@ from typing import Any
 from adapt.engine.config import RunConfig
 from adapt.engine.events import TaskFinished, TreeSink, flush
 from adapt.engine.profiles import apply_profile
-from adapt.engine.run import CancelCheck, PriceFn, Run
+from adapt.engine.runtime import CancelCheck, PriceFn, Run
 from adapt.engine.strategies import get_strategy
 from adapt.engine.tree import Node, NodeStatus, Step, TaskResult, TaskStatus
 from adapt.envs.base import Environment

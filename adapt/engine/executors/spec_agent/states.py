@@ -1,11 +1,11 @@
-"""The environment-supplied states of a spec agent, by name (see ``adapt.engine.spec_executor``).
+"""The environment-supplied states of a spec agent, by name (see ``executor``).
 
 - ``observe`` (``Obs``, and any state without a rule of its own): the actions written since the
   last supplied state run in order; the observation (a numbered list for several);
 - ``evaluate`` (``Eval``): the ``Prop-Ans`` is checked with the environment's answer action;
 - ``solve`` (``Solver``, ReWOO): the planned actions run in order with earlier labels replaced by
   their results, then one ``solver`` call answers from the evidence;
-- ``summarize`` (``Sum``, PASS): the batch runs concurrently (``spec_actions.run_batch``), one
+- ``summarize`` (``Sum``, PASS): the batch runs concurrently (``actions.run_batch``), one
   ``summarizer`` call condenses it, ``executor.pass_output`` picks what the agent gets.
 
 Each returns an ``ExecutionResult`` when the run ends there, else ``None`` (the state's text has
@@ -17,15 +17,15 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
-from adapt.engine.executor import ExecutionResult
+from adapt.engine.executors.base import ExecutionResult
 from adapt.engine.spec.model import StateDef
-from adapt.engine.spec_actions import PlannedAction, run_batch, substitute
-from adapt.engine.spec_pass import choose, raw_results, summarizer_prompt
-from adapt.engine.spec_prompt import answer_instruction
+from adapt.engine.executors.spec_agent.actions import PlannedAction, run_batch, substitute
+from adapt.engine.executors.spec_agent.pass_output import choose, raw_results, summarizer_prompt
+from adapt.engine.executors.spec_agent.prompt import answer_instruction
 from adapt.llm.base import ChatRequest
 
 if TYPE_CHECKING:
-    from adapt.engine.spec_executor import Episode
+    from adapt.engine.executors.spec_agent.executor import Episode
 
 Handler = Callable[["Episode", StateDef], Awaitable[ExecutionResult | None]]
 

@@ -1,0 +1,25 @@
+"""The ``adapt`` strategy (Algorithm 1, via ``AdaptController``) and the ``react`` baseline."""
+
+from __future__ import annotations
+
+from adapt.engine.executors import make_executor
+from adapt.engine.runtime import Run
+from adapt.engine.strategies.controller import AdaptController
+from adapt.engine.tree import Node
+
+
+async def adapt_strategy(run: Run, goal: str, task: str) -> Node:
+    root = await run.new_node(kind="task", goal=goal, depth=1)
+    await AdaptController(run).solve(root, task)
+    return root
+
+
+async def react_strategy(run: Run, goal: str, task: str) -> Node:
+    """The executor alone, with a step budget of ``max_steps x d_max`` (as the paper)."""
+    root = await run.new_node(kind="task", goal=goal, depth=1)
+    base = run.config.executor.max_steps or run.env.default_max_steps
+    controller = AdaptController(run)
+    controller.executor = make_executor(run, max_steps=base * run.config.d_max)
+    result = await controller.try_executor(root, task)
+    await controller.finish(root, result.success)
+    return root
