@@ -77,8 +77,8 @@ def run(
     """Run one task locally (no server, no database) and show the tree as it grows."""
     from adapt.engine import MemorySink, RunConfig
     from adapt.liveview import LiveTreeSink, render_summary
-    from adapt.standalone import load_models, parse_config_json, run_local
     from adapt.settings import get_settings
+    from adapt.standalone import load_models, parse_config_json, run_local
 
     setup_logging(verbose)
     try:

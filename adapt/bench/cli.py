@@ -27,8 +27,8 @@ def load_bench_models(model: list[str] | None, executor_model: str | None,
     from adapt.bench.textcraft import BenchModel
     from adapt.llm.base import Usage
     from adapt.llm.pricing import Pricing
-    from adapt.standalone import load_models
     from adapt.settings import get_settings
+    from adapt.standalone import load_models
 
     settings = get_settings()
     pricing = Pricing.from_setting(settings.pricing)
@@ -216,8 +216,8 @@ def bench_sql(
     from adapt.bench.textcraft import BenchModel, parse_d_max, parse_profiles
     from adapt.llm.base import Usage
     from adapt.llm.pricing import Pricing
-    from adapt.standalone import load_models
     from adapt.settings import OPENAI_DEFAULT_MODEL, get_settings
+    from adapt.standalone import load_models
 
     setup_logging(verbose)
     try:

@@ -36,8 +36,7 @@ from typing import Any, get_args
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from adapt.bench.report import BenchEntry, BenchReport, ModelInfo, TaskRecord, aggregate
-from adapt.engine import RunConfig, available_strategies, run_task
-from adapt.engine.config import ExecutorConfig
+from adapt.engine import RunConfig, available_executors, available_strategies, run_task
 from adapt.engine.profiles import PROFILES, apply_profile
 from adapt.engine.runtime import PriceFn
 from adapt.envs.textcraft import TextCraft, TextCraftConfig
@@ -50,8 +49,6 @@ SPLITS = ("dev", "test", "all")
 DEFAULT_STRATEGIES = ("adapt", "react")
 DEFAULT_D_MAX = (4,)  # the paper's TextCraft setting
 DEFAULT_EXECUTOR = "react"
-#: the executor designs ``RunConfig.executor.kind`` accepts
-EXECUTOR_KINDS: tuple[str, ...] = get_args(ExecutorConfig.model_fields["kind"].annotation)
 D_MAX_RANGE = (1, 8)  # RunConfig.d_max bounds
 #: the TextCraft prompt sets (``TextCraftConfig.prompts``; ``small`` suits small local models)
 PROMPT_SETS: tuple[str, ...] = get_args(TextCraftConfig.model_fields["prompts"].annotation)
@@ -161,7 +158,7 @@ def parse_strategies(value: str | Sequence[str]) -> list[str]:
 
 def parse_executor_kinds(value: str | Sequence[str]) -> list[str]:
     """``"react,stateact"`` -> ``["react", "stateact"]``; unknown kinds raise listing the known."""
-    return parse_names(value, EXECUTOR_KINDS, option="--executors", example="react,stateact",
+    return parse_names(value, available_executors(), option="--executors", example="react,stateact",
                        noun=("executor kind", "executor kinds"), listed_as="known")
 
 

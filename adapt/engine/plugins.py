@@ -29,10 +29,12 @@ def load_target(target: str) -> object:
 
 
 class Registry(Generic[T]):
-    def __init__(self, what: str, builtins: dict[str, str], group: str) -> None:
+    def __init__(self, what: str, builtins: dict[str, str], group: str, *,
+                 sort: bool = True) -> None:
         self.what = what  # "executor kind", "strategy": how messages name an entry
         self.builtins = dict(builtins)
         self.group = group
+        self.sort = sort  # names sorted, else the built-ins first in their order
         self._registered: dict[str, T] = {}
         self._loaded: dict[str, T] = {}
         self._declared: dict[str, str] | None = None
@@ -60,7 +62,8 @@ class Registry(Generic[T]):
             return self._declared
 
     def names(self) -> list[str]:
-        return sorted({*self._registered, *self.builtins, *self._entry_points()})
+        extra = sorted({*self._registered, *self._entry_points()} - set(self.builtins))
+        return sorted([*self.builtins, *extra]) if self.sort else [*self.builtins, *extra]
 
     def __contains__(self, name: object) -> bool:
         return isinstance(name, str) and name in self.names()

@@ -166,8 +166,8 @@ async def test_try_again_stops_at_the_first_success(tenv: TrialEnv) -> None:
 
 
 async def test_try_again_restores_the_config_temperature(tenv: TrialEnv) -> None:
-    from adapt.engine.strategies.trials import try_again_strategy
     from adapt.engine.runtime import Run
+    from adapt.engine.strategies.trials import try_again_strategy
 
     model = ScriptedModel([FAIL, FAIL])
     run = Run(tenv, RunConfig(d_max=2), model, env_config={"goal": "g"})

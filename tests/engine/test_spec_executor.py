@@ -10,11 +10,11 @@ import pytest
 
 from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.engine.executors import make_executor
+from adapt.engine.executors.spec_agent.executor import SpecExecutor
+from adapt.engine.executors.spec_agent.prompt import neutralize, select_examples
 from adapt.engine.runtime import Run
 from adapt.engine.spec.model import BUILTINS, Spec
 from adapt.engine.spec.monitor import Monitor
-from adapt.engine.executors.spec_agent.executor import SpecExecutor
-from adapt.engine.executors.spec_agent.prompt import neutralize, select_examples
 from adapt.engine.tree import Step, TaskResult
 from adapt.envs.calculator import PROBLEMS, Calculator
 from adapt.llm.testing import ScriptedModel

@@ -7,9 +7,8 @@ from typing import Any, ClassVar
 import pytest
 
 from adapt.engine import MemorySink, RunConfig, run_task
-from adapt.engine.executors.react import ReActExecutor
 from adapt.engine.executors import make_executor
-from adapt.engine.runtime import Run
+from adapt.engine.executors.react import ReActExecutor
 from adapt.engine.executors.stateact import (
     DEFAULT_MAX_TOKENS,
     STOP,
@@ -18,6 +17,7 @@ from adapt.engine.executors.stateact import (
     render_step,
     step_format,
 )
+from adapt.engine.runtime import Run
 from adapt.engine.tree import TaskResult
 from adapt.errors import UserError
 from adapt.llm.testing import ScriptedModel

@@ -9,7 +9,6 @@ import pytest
 
 from adapt.engine import RunConfig
 from adapt.engine.executors import make_executor
-from adapt.engine.runtime import Run
 from adapt.engine.executors.stateflow import (
     Machine,
     builtin_machines,
@@ -18,6 +17,7 @@ from adapt.engine.executors.stateflow import (
     parse_machine,
 )
 from adapt.engine.executors.stateflow.models import Rule
+from adapt.engine.runtime import Run
 from adapt.errors import UserError
 from adapt.llm.testing import ScriptedModel
 from tests.engine.toy import ToyEnv

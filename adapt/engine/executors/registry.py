@@ -34,7 +34,8 @@ BUILTINS: dict[str, str] = {
 }
 
 ExecutorFactory = Callable[..., "Executor"]
-EXECUTORS: Registry[ExecutorFactory] = Registry("executor kind", BUILTINS, ENTRY_POINT_GROUP)
+EXECUTORS: Registry[ExecutorFactory] = Registry("executor kind", BUILTINS, ENTRY_POINT_GROUP,
+                                                sort=False)
 
 
 def register_executor(kind: str, factory: ExecutorFactory) -> None:

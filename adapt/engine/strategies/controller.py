@@ -15,8 +15,8 @@
 
 from __future__ import annotations
 
-from adapt.engine.executors.base import ExecutionResult
 from adapt.engine.executors import make_executor
+from adapt.engine.executors.base import ExecutionResult
 from adapt.engine.planning.planner import Planner
 from adapt.engine.runtime import Run
 from adapt.engine.tree import LogicExpr, LogicGroup, Node, StepRef

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from adapt.engine.runtime import Run
 from adapt.engine.executors.stateflow.executor import StateFlowExecutor
+from adapt.engine.runtime import Run
 from adapt.engine.tree import Node
 
 

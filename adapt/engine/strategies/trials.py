@@ -16,12 +16,12 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
-from adapt.engine.strategies.controller import AdaptController
 from adapt.engine.events import Event as TreeEvent
 from adapt.engine.events import StepAppended, TreeSink, flush
 from adapt.engine.executors.base import ExecutionResult
 from adapt.engine.prompts import render, require_template, trajectory_line
 from adapt.engine.runtime import Run
+from adapt.engine.strategies.controller import AdaptController
 from adapt.engine.tree import Node, Step
 from adapt.llm.base import ChatRequest
 

@@ -38,13 +38,13 @@ import re
 from typing import Any
 
 from adapt.engine.executors.base import ExecutionResult
+from adapt.engine.executors.spec_agent.actions import ACTION_STATES, PlannedAction, planned_actions
+from adapt.engine.executors.spec_agent.prompt import header, neutralize
+from adapt.engine.executors.spec_agent.states import HANDLERS, observe
 from adapt.engine.runtime import Run
 from adapt.engine.spec.generate import Annotate, Generation, monitored_generate
 from adapt.engine.spec.model import Spec, StateDef, load_spec
 from adapt.engine.spec.monitor import Monitor, Segment
-from adapt.engine.executors.spec_agent.actions import ACTION_STATES, PlannedAction, planned_actions
-from adapt.engine.executors.spec_agent.prompt import header, neutralize
-from adapt.engine.executors.spec_agent.states import HANDLERS, observe
 from adapt.engine.tree import Node, Step
 from adapt.envs.base import StepResult
 from adapt.llm.base import ChatRequest, ChatResponse

@@ -18,10 +18,10 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING
 
 from adapt.engine.executors.base import ExecutionResult
-from adapt.engine.spec.model import StateDef
 from adapt.engine.executors.spec_agent.actions import PlannedAction, run_batch, substitute
 from adapt.engine.executors.spec_agent.pass_output import choose, raw_results, summarizer_prompt
 from adapt.engine.executors.spec_agent.prompt import answer_instruction
+from adapt.engine.spec.model import StateDef
 from adapt.llm.base import ChatRequest
 
 if TYPE_CHECKING:

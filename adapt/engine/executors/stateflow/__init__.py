@@ -8,6 +8,7 @@ machine (``machines/<env.name>.yaml``) unless one is registered with ``register_
 
 from __future__ import annotations
 
+from adapt.engine.executors.stateflow.executor import StateFlowExecutor
 from adapt.engine.executors.stateflow.loader import (
     builtin_machines,
     load_machine,
@@ -17,7 +18,6 @@ from adapt.engine.executors.stateflow.loader import (
     unregister_machine,
 )
 from adapt.engine.executors.stateflow.models import Machine, Output, Rule, State, Transition
-from adapt.engine.executors.stateflow.executor import StateFlowExecutor
 
 __all__ = [
     "Machine", "Output", "Rule", "State", "StateFlowExecutor", "Transition", "builtin_machines",

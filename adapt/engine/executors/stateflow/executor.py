@@ -28,9 +28,9 @@ from string import Template
 from typing import Any
 
 from adapt.engine.executors.base import THOUGHT_OK, ExecutionResult, parse_line
-from adapt.engine.runtime import Run
 from adapt.engine.executors.stateflow.loader import machine_for_env
 from adapt.engine.executors.stateflow.models import Machine, State, Transition
+from adapt.engine.runtime import Run
 from adapt.engine.tree import Node, Step, StepKind
 from adapt.llm.base import ChatRequest
 
