@@ -83,7 +83,8 @@ class ALFWorld(BaseEnvironment):
         "planner": {"max_tokens": 400, "stop": ["\n\n"], "propagate_context": False},
         "environment_config": {"rollback": True},
         # the StateAct paper's budget; a StateAct step is several lines
-        "by_executor": {"stateact": {"max_steps": 50, "max_tokens": 384}},
+        "by_executor": {"stateact": {"max_steps": 50, "max_tokens": 384},
+                        "stateflow": {"max_steps": 50}},
     }
 
     def __init__(self, *, cache: bool = True) -> None:

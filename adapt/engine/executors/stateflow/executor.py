@@ -213,7 +213,7 @@ class StateFlowExecutor:
                     context: str | None, history: list[str], name: str, last: dict[str, str],
                     *, ask: bool, extra: dict[str, Any]) -> str:
         """The first transition that matches (``ask=False``: rules only), else ``name``."""
-        values = visit.values()
+        values = {**visit.values(), "task": task}
         for transition in state.transitions:
             if not all(rule.matches(values) for rule in transition.when):
                 continue

@@ -33,6 +33,7 @@ A machine is data (see ``machines/*.yaml``)::
 
 Rules (``source``: ...) look at what the current visit produced: ``output`` (the model's whole reply),
 ``action`` (the action sent to the environment) or ``observation`` (the environment's answer);
+or at ``task`` (the task observation, e.g. to route by ALFWorld's task type);
 operators ``contains``, ``startswith``, ``equals`` or ``regex`` (exactly one), with
 ``ignore_case`` (default true) and ``negate``.
 
@@ -53,7 +54,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Source = Literal["output", "action", "observation"]
+Source = Literal["output", "action", "observation", "task"]
 OutputKind = Literal["model", "act", "prompt"]
 FinalKind = Literal["success", "failure"]
 
