@@ -11,7 +11,7 @@ pytest.importorskip("adapt.envs.alfworld", reason="needs the alfworld extra: "
                     "pip install -e '.[alfworld]'")
 
 from adapt.engine import MemorySink, RunConfig, run_task
-from adapt.engine.stateflow.loader import load_machine
+from adapt.engine.executors.stateflow.loader import load_machine
 from adapt.envs.alfworld import ALFWorld
 from adapt.llm.base import ChatRequest
 from adapt.llm.testing import FunctionModel
