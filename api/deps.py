@@ -17,7 +17,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from adapt.service import auth
 from adapt.service.dispatch import Dispatcher
 from adapt.settings import Settings
-from api.problems import ProblemError
+from adapt.store.text import UNSTORABLE_MESSAGE, find_unstorable
+from api.problems import ProblemError, invalid_field
 
 log = logging.getLogger(__name__)
 
@@ -147,3 +148,16 @@ async def check_metrics_access(request: Request, session: SessionDep) -> None:
 
 
 MetricsAccessDep = Depends(check_metrics_access)
+
+
+async def check_text_inputs(request: Request) -> None:
+    """Path and query parameters and stored headers may not hold characters no database can
+    store (NUL, lone surrogates): a 422 naming the parameter, before any query runs."""
+    sources = (("path", dict(request.path_params)), ("query", request.query_params.multi_items()),
+               ("header", [("Idempotency-Key", request.headers.get("idempotency-key") or "")]))
+    for location, items in sources:
+        pairs = items.items() if isinstance(items, dict) else items
+        for name, value in pairs:
+            if find_unstorable(str(name), "") is not None or find_unstorable(value, "") \
+                    is not None:
+                raise invalid_field(str(name), UNSTORABLE_MESSAGE, location=location)

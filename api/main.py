@@ -14,7 +14,7 @@ import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -24,7 +24,7 @@ from adapt.settings import Settings, get_settings
 from adapt.store import migrate
 from adapt.store.db import create_engine, session_factory
 from api import problems
-from api.deps import KeysCache
+from api.deps import KeysCache, check_text_inputs
 from api.middleware import BodyLimitMiddleware, CatchAllMiddleware
 from api.routes import environments, events, health, metrics, tasks, tree
 from api.sse import StreamOptions
@@ -106,6 +106,7 @@ def create_app(settings: Settings | None = None, *,
         summary="Recursive planner-executor service for LLM agents (ADaPT)",
         description=DESCRIPTION,
         lifespan=lifespan,
+        dependencies=[Depends(check_text_inputs)],
     )
     app.state.settings = settings
     app.state.given_dispatcher = dispatcher

@@ -43,6 +43,7 @@ MAX_KEEPALIVE_CONNECTIONS = 64
 _REASONING_MODEL = re.compile(r"^(o\d|gpt-5)(-|$)")
 
 _PoolKey = tuple[str, str, float, int]
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
 
 
 class _Reply(NamedTuple):
@@ -240,7 +241,9 @@ class _OpenAIBase:
         except openai.APIError as exc:
             raise self._provider_error(exc) from exc
         latency = time.perf_counter() - start
-        text, usage = reply.text, reply.usage
+        # NUL and lone surrogates cannot be stored (PostgreSQL): replaced before anyone sees
+        # them, so a resumed run replays exactly what the engine saw
+        text, usage = _UNSTORABLE.sub("\ufffd", reply.text), reply.usage
         if usage is None:
             usage = Usage(
                 prompt_tokens=estimate_tokens(request.as_prompt()),

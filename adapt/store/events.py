@@ -13,6 +13,7 @@ from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapt.store.models import EventRow, Task
+from adapt.store.text import storable
 
 EVENT_TYPES = ("node.created", "node.updated", "step", "llm_call", "task.finished")
 
@@ -45,5 +46,6 @@ async def append_event(
 ) -> int:
     """Append one event in the current transaction; returns its sequence number."""
     seq = await next_seq(session, task_id, *conditions)
-    session.add(EventRow(task_id=task_id, seq=seq, type=type_, payload=payload, ordinal=ordinal))
+    session.add(EventRow(task_id=task_id, seq=seq, type=type_, payload=storable(payload),
+                         ordinal=ordinal))
     return seq

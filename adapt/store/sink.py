@@ -34,6 +34,7 @@ from adapt.errors import LeaseLost
 from adapt.llm.base import ChatRequest, ChatResponse
 from adapt.llm.recording import RecordedCall, request_fingerprint
 from adapt.store.models import EventRow, LLMCallRow, NodeRow, StepRow, Task, utcnow
+from adapt.store.text import storable
 
 log = logging.getLogger(__name__)
 
@@ -158,6 +159,10 @@ class DbSink:
                 cost_usd=None if None in costs else Task.cost_usd + sum(costs),
             )
         values.update(b.values)
+        # model output and observations may hold NUL: stored with U+FFFD instead
+        values = storable(values)
+        created, steps, calls, events = (storable(list(b.created.values())), storable(b.steps),
+                                         storable(b.calls), storable(b.events))
         async with self.sessions.begin() as session:
             stmt = (
                 update(Task)
@@ -170,18 +175,18 @@ class DbSink:
             if row is None:
                 raise LeaseLost(f"task {self.task_id}: attempt {self.attempt} lost its lease")
             last, self.cancel_requested = int(row[0]), bool(row[1])
-            if b.created:
-                await session.execute(insert(NodeRow), list(b.created.values()))
-            for node in b.updated.values():
+            if created:
+                await session.execute(insert(NodeRow), created)
+            for node in storable(list(b.updated.values())):
                 await session.execute(
                     update(NodeRow)
                     .where(NodeRow.task_id == self.task_id, NodeRow.id == node["id"])
                     .values({k: v for k, v in node.items() if k not in ("task_id", "id")})
                 )
-            if b.steps:
-                await session.execute(insert(StepRow), b.steps)
-            if b.calls:
-                await session.execute(insert(LLMCallRow), b.calls)
-            for offset, ev in enumerate(b.events):
+            if steps:
+                await session.execute(insert(StepRow), steps)
+            if calls:
+                await session.execute(insert(LLMCallRow), calls)
+            for offset, ev in enumerate(events):
                 ev["seq"] = last - n + 1 + offset
-            await session.execute(insert(EventRow), b.events)
+            await session.execute(insert(EventRow), events)

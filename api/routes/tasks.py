@@ -17,6 +17,7 @@ from adapt.service.submit import (
     submit_task,
 )
 from adapt.store import queries
+from adapt.store.text import UNSTORABLE_MESSAGE, find_unstorable
 from api.deps import DispatcherDep, SessionDep, SettingsDep, TenantDep
 from api.problems import ProblemError, invalid_field, not_found
 from api.schemas import Problem, TaskCreate, TaskDetail, TaskList, TaskPublic, TaskStatus
@@ -102,6 +103,9 @@ async def create_task(
         description="Any unique string (e.g. a UUID) identifying this request for retries.",
     )] = None,
 ) -> TaskPublic:
+    bad = find_unstorable(body.model_dump(mode="json", exclude_defaults=True), "")
+    if bad:
+        raise invalid_field(bad.lstrip("."), UNSTORABLE_MESSAGE)
     sub = Submission(
         environment=body.environment, environment_config=body.environment_config,
         run_config=body.run_config(), goal=body.goal, executor_model=body.executor.model,
