@@ -31,6 +31,7 @@ from adapt.engine.strategies import available_strategies
 from adapt.envs import registry
 from adapt.errors import InvalidConfig, UnknownEnvironment, UserError
 from adapt.model_factory import ModelChoice, ModelFactory
+from adapt.service.paths import PathNotAllowed, check_server_paths
 from adapt.settings import Settings
 from adapt.store.models import FINAL_STATUSES, EventRow, Task, utcnow
 from adapt.store.queries import get_by_idempotency_key
@@ -122,8 +123,13 @@ def validate_submission(
         planner = check_model("planner.model", sub.planner_model, settings)
     else:
         planner = executor
+    try:
+        paths = check_server_paths(config, settings.path_roots)
+    except PathNotAllowed as exc:
+        raise SubmissionInvalid(f"environment_config.{exc.field}", str(exc)) from None
     # what the user set (validated), without nulls or defaults: the environment fills those in
-    stored = config.model_dump(mode="json", exclude_none=True, exclude_defaults=True)
+    stored = {**config.model_dump(mode="json", exclude_none=True, exclude_defaults=True),
+              **paths}
     return stored, executor, planner
 
 

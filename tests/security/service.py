@@ -14,9 +14,11 @@ from tests.api.apiutil import parse_sse
 
 
 @asynccontextmanager
-async def service(database_url: str, **settings: Any) -> AsyncIterator[httpx.AsyncClient]:
+async def service(database_url: str, *, dispatcher: Any = None,
+                  **settings: Any) -> AsyncIterator[httpx.AsyncClient]:
+    """``dispatcher``: e.g. the API tests' ``FakeDispatcher`` (then nothing runs the tasks)."""
     values: dict[str, Any] = {"ADAPT_DATABASE_URL": database_url, **settings}
-    app = create_app(Settings.model_validate(values))
+    app = create_app(Settings.model_validate(values), dispatcher=dispatcher)
     async with app.router.lifespan_context(app):
         transport = httpx.ASGITransport(app=app)
         async with httpx.AsyncClient(transport=transport, base_url="http://t",

@@ -64,14 +64,17 @@ class ALFWorldConfig(BaseModel):
     index: int = Field(default=0, ge=0, description="With split: which game of the set (0-based).")
     game_path: str | None = Field(
         default=None,
-        description="An ALFWorld game: a game.tw-pddl file or the trial folder holding it.",
+        description="An ALFWorld game: a game.tw-pddl file or the trial folder holding it "
+        "(through the service: only inside the operator's ADAPT_PATH_ROOTS).",
+        json_schema_extra={"server_path": True},
     )
     data_dir: str | None = Field(
         default=None,
         description=(
             "With an official split: the ALFWorld data folder (holding json_2.1.1/), default "
-            "$ALFWORLD_DATA."
+            "$ALFWORLD_DATA (through the service: only inside the operator's ADAPT_PATH_ROOTS)."
         ),
+        json_schema_extra={"server_path": True},
     )
     near_miss: bool = Field(
         default=False,
