@@ -84,6 +84,13 @@ class ALFWorldConfig(BaseModel):
         ),
     )
 
+    prompts: Literal["default", "paper"] = Field(
+        default="default",
+        description=(
+            "Prompt set: 'default' (the project's prompts) or 'paper' (the ADaPT paper's "
+            "structure and demonstration tasks; set by profile 'paper')."
+        ),
+    )
     rollback: bool = Field(
         default=False,
         description=(

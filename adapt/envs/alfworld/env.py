@@ -23,6 +23,7 @@ from the countertop 2.``), plus where the agent is and what it holds.
 from __future__ import annotations
 
 import logging
+from importlib import resources
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
@@ -81,7 +82,7 @@ class ALFWorld(BaseEnvironment):
     paper_profile: ClassVar[dict[str, dict[str, Any]]] = {
         "executor": {"max_steps": 20, "patience": 5, "max_tokens": 100},
         "planner": {"max_tokens": 400, "stop": ["\n\n"], "propagate_context": False},
-        "environment_config": {"rollback": True},
+        "environment_config": {"rollback": True, "prompts": "paper"},
         # the StateAct paper's budget; a StateAct step is several lines
         "by_executor": {"stateact": {"max_steps": 50, "max_tokens": 384},
                         "stateflow": {"max_steps": 50}},
@@ -165,6 +166,16 @@ class ALFWorld(BaseEnvironment):
 
     def is_failure(self, observation: str) -> bool:
         return observation.strip() == NOTHING_HAPPENS
+
+    def prompt_template(self, kind: str) -> str:
+        """``prompts/<kind>.txt``; with ``prompts="paper"`` in the config, ``prompts/paper/
+        <kind>.txt`` where there is one."""
+        if self._config is not None and self._config.prompts != "default":
+            path = resources.files("adapt.envs.alfworld").joinpath(
+                "prompts", self._config.prompts, f"{kind}.txt")
+            if path.is_file():
+                return path.read_text(encoding="utf-8")
+        return super().prompt_template(kind)
 
     def rolls_back(self) -> bool:
         return self._config is not None and self._config.rollback

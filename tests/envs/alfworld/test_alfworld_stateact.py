@@ -87,7 +87,8 @@ def test_the_demonstrations_are_exact_for_our_environment() -> None:
 def test_paper_profile_gives_stateact_its_step_budget() -> None:
     config = RunConfig.model_validate({"profile": "paper", "executor": {"kind": "stateact"}})
     out, env_config = apply_profile(config, ALFWorld)
-    assert out.executor.max_steps == 50 and env_config == {"rollback": True}
+    assert out.executor.max_steps == 50
+    assert env_config == {"rollback": True, "prompts": "paper"}
     react, _ = apply_profile(RunConfig(profile="paper"), ALFWorld)
     assert react.executor.max_steps == 20
 
