@@ -2,14 +2,22 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from adapt.engine.runtime import Run
-    from adapt.engine.tree import Node
+    from adapt.engine.tree import Node, Step
 
 THOUGHT_OK = "OK."
+
+
+@dataclass(slots=True, frozen=True)
+class ExecuteOptions:
+    """What a strategy may change for one executor run (``None``: the configured value)."""
+
+    max_steps: int | None = None
+    temperature: float | None = None
+    extra_context: str | None = None  # appended to the propagated context
 
 
 @dataclass(slots=True)
@@ -18,22 +26,8 @@ class ExecutionResult:
     self_assessed: bool | None  # True: said completed; False: said failed; None: neither
     reward: float
     termination: str  # completed | failed | reward | done | patience | max_steps | ...
-    steps: int
-
-
-def reward_outcome(run: Run, reward: float, done: bool, best_reward: float,
-                   steps: int) -> ExecutionResult | None:
-    """Record a step's environment reward on ``run``; the result when the step ends the
-    executor run (the episode is over, or a reward was earned), else ``None``."""
-    if reward > 0:
-        run.reward = max(run.reward, reward)
-    if done:
-        run.episode_done = True
-        return ExecutionResult(reward > 0, None, best_reward, "reward" if reward > 0 else "done",
-                               steps)
-    if reward > 0:
-        return ExecutionResult(True, None, best_reward, "reward", steps)
-    return None
+    steps: int  # how many steps were recorded
+    trajectory: list[Step] = field(default_factory=list)  # those steps, in order
 
 
 def parse_line(raw: str) -> str:
@@ -48,6 +42,8 @@ def parse_line(raw: str) -> str:
 
 
 class Executor(Protocol):
+    """Runs one (sub-)task on ``node``; ``options`` are a strategy's changes for this run."""
+
     async def execute(
-        self, node: Node, task: str, extra_context: str | None = None
+        self, node: Node, task: str, options: ExecuteOptions | None = None
     ) -> ExecutionResult: ...

@@ -2,52 +2,42 @@
 
 Success: the environment gives reward > 0, or a thought says the task is completed.
 Failure: a thought says the task failed; ``patience`` consecutive steps whose observation is a
-failure (as the environment defines it) or ``OK.``; or ``max_steps`` LLM calls used up.
+failure (as the environment defines it) or ``OK.``; or ``max_steps`` LLM calls used up. (The
+rules are the shared episode's, ``adapt.engine.executors.episode``.)
 """
 
 from __future__ import annotations
 
-import re
+from collections.abc import AsyncGenerator
 
 from adapt.engine.decoding import executor_monitor, generate
-from adapt.engine.executors.base import THOUGHT_OK, ExecutionResult, parse_line, reward_outcome
+from adapt.engine.executors.base import THOUGHT_OK, parse_line
+from adapt.engine.executors.episode import Episode, EpisodeExecutor, Turn, declaration
 from adapt.engine.prompts import render, trajectory_line
 from adapt.engine.runtime import Run
-from adapt.engine.tree import Node, Step
 from adapt.llm.base import ChatRequest
 
-_COMPLETED = re.compile(r"task\s+completed", re.IGNORECASE)
-_FAILED = re.compile(r"task\s+failed", re.IGNORECASE)
 
-
-class ReActExecutor:
+class ReActExecutor(EpisodeExecutor):
     def __init__(self, run: Run, *, max_steps: int | None = None) -> None:
-        self.run = run
-        cfg = run.config.executor
-        self.max_steps = max_steps or cfg.max_steps or run.env.default_max_steps
-        self.patience = cfg.patience
+        super().__init__(run, max_steps=max_steps)
         #: the ADaPT TextCraft code reads the verdict in action lines too (profile paper)
-        self.any_line = cfg.self_assessment == "any_line"
+        self.any_line = run.config.executor.self_assessment == "any_line"
         self.monitor = executor_monitor(run.env)
 
-    async def execute(self, node: Node, task: str, extra_context: str | None = None) -> ExecutionResult:
+    async def turns(self, episode: Episode) -> AsyncGenerator[Turn, None]:
         run, env = self.run, self.run.env
-        context = run.context if extra_context is None else "\n".join(
-            x for x in (run.context, extra_context) if x
-        )
-        header = render(env, "executor", task=task, context=context)
+        header = render(env, "executor", task=episode.task, context=episode.context)
         trajectory: list[str] = []
-        bad_streak = 0
-        best_reward = 0.0
-        for index in range(1, self.max_steps + 1):
+        while True:
             request = ChatRequest(
                 prompt=header + "".join(trajectory) + "> ",
                 stop=["\n"],
                 max_tokens=run.config.executor.max_tokens,
-                temperature=run.config.executor.temperature,
+                temperature=episode.temperature,
                 role="executor",
             )
-            text, generation = await generate(run, run.executor_model, request, node,
+            text, generation = await generate(run, run.executor_model, request, episode.node,
                                               self.monitor)
             line = parse_line(text)
             reward, done = 0.0, False
@@ -59,21 +49,8 @@ class ReActExecutor:
                 observation, reward, done = result.observation, float(result.reward), result.done
             extra = ({"monitor": generation.tally.as_dict()}
                      if generation is not None and generation.tally.violations else None)
-            step = Step(kind=kind, node_id=node.id, index=index, raw=text, text=line,
-                        observation=observation, reward=reward, done=done, extra=extra)
-            await run.add_step(node, step)
+            step = episode.step(kind=kind, raw=text, text=line, observation=observation,
+                                reward=reward, done=done, extra=extra)
             trajectory.append(trajectory_line(line, observation))
-            best_reward = max(best_reward, reward)
-            ended = reward_outcome(run, reward, done, best_reward, index)
-            if ended is not None:
-                return ended
-            if kind == "thought" or self.any_line:
-                if _COMPLETED.search(line):
-                    return ExecutionResult(True, True, best_reward, "completed", index)
-                if _FAILED.search(line):
-                    return ExecutionResult(False, False, best_reward, "failed", index)
-            bad = observation == THOUGHT_OK or env.is_failure(observation)
-            bad_streak = bad_streak + 1 if bad else 0
-            if bad_streak >= self.patience:
-                return ExecutionResult(False, None, best_reward, "patience", index)
-        return ExecutionResult(False, None, best_reward, "max_steps", self.max_steps)
+            yield Turn([step], declared=declaration(line) if kind == "thought" or self.any_line
+                       else None)

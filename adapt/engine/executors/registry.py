@@ -8,13 +8,15 @@ strategies (ADaPT and the baselines) do not care which design it is. Built-ins: 
     mine = "my_package.executor:MyExecutor"
 
 and a program with ``register_executor("mine", MyExecutor)``. The target is called as
-``factory(run, max_steps=...)`` and returns an ``Executor``.
+``factory(run)`` (``factory(run, max_steps=n)`` when a caller fixes the step budget) and returns
+an ``Executor`` (subclass ``EpisodeExecutor`` to get the shared
+episode's rules, or implement ``execute`` yourself).
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from adapt.engine.plugins import Registry
 
@@ -46,5 +48,8 @@ def available_executors() -> list[str]:
     return EXECUTORS.names()
 
 
-def make_executor(run: Run, max_steps: int | None = None, **options: Any) -> Executor:
-    return EXECUTORS.get(run.config.executor.kind)(run, max_steps=max_steps, **options)
+def make_executor(run: Run, max_steps: int | None = None) -> Executor:
+    """The executor ``run.config.executor.kind`` names, for ``run`` (``max_steps``: its step
+    budget instead of the configured one; strategies pass ``ExecuteOptions`` per run instead)."""
+    factory = EXECUTORS.get(run.config.executor.kind)
+    return factory(run) if max_steps is None else factory(run, max_steps=max_steps)

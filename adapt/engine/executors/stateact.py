@@ -17,7 +17,7 @@ Each step the model writes, in ONE completion, ``key: value`` lines (keys are ca
 - ``action``: the action sent to the environment. The LAST ``action:`` line wins. ``think`` (or
   ``think: ...``) is no action: the step is a thought, its observation is ``OK.``.
 
-Rules (shared with ReAct, ``adapt.engine.executors.react``):
+Rules (the shared episode's, ``adapt.engine.executors.episode``, as ReAct):
 
 - success: the environment gives reward > 0, or a step's ``thought`` (or a ``think: ...``
   action) says ``Task completed!``; failure: it says ``Task failed!``. The declaring step's
@@ -44,13 +44,14 @@ the whole completion.
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import Any
 
-from adapt.engine.executors.base import THOUGHT_OK, ExecutionResult, reward_outcome
+from adapt.engine.executors.base import THOUGHT_OK
+from adapt.engine.executors.episode import Episode, EpisodeExecutor, Turn, declaration
 from adapt.engine.prompts import render
 from adapt.engine.runtime import Run
-from adapt.engine.tree import Node, Step
 from adapt.errors import UserError
 from adapt.llm.base import ChatRequest
 
@@ -61,8 +62,6 @@ STOP = "\nobservation:"
 DEFAULT_MAX_TOKENS = 384
 GOAL, THOUGHT, ACTION, OBSERVATION = "goal", "thought", "action", "observation"
 
-_COMPLETED = re.compile(r"task\s+completed", re.IGNORECASE)
-_FAILED = re.compile(r"task\s+failed", re.IGNORECASE)
 _KEY_LINE = re.compile(r"([A-Za-z][A-Za-z0-9 _-]{0,39}?)\s*:(?:\s+|$)(.*)")
 
 
@@ -96,12 +95,7 @@ class StateActOutput:
         texts = [self.thought or ""]
         if self.is_thought and self.action is not None:
             texts.append(self.action)
-        text = "\n".join(texts)
-        if _COMPLETED.search(text):
-            return True
-        if _FAILED.search(text):
-            return False
-        return None
+        return declaration("\n".join(texts))
 
     def extra(self) -> dict[str, Any]:
         out: dict[str, Any] = {"goal": self.goal, "state": dict(self.state),
@@ -193,14 +187,12 @@ def invalid_observation(error: str, state_fields: tuple[str, ...] | list[str]) -
     return f"Invalid step: {error}. Write {keys} and action: lines."
 
 
-class StateActExecutor:
-    """Runs one (sub-)task with StateAct steps; same result and termination rules as ReAct."""
+class StateActExecutor(EpisodeExecutor):
+    """Runs one (sub-)task with StateAct steps; the shared episode's rules (as ReAct)."""
 
     def __init__(self, run: Run, *, max_steps: int | None = None) -> None:
-        self.run = run
+        super().__init__(run, max_steps=max_steps)
         cfg = run.config.executor
-        self.max_steps = max_steps or cfg.max_steps or run.env.default_max_steps
-        self.patience = cfg.patience
         self.max_tokens = cfg.max_tokens if "max_tokens" in cfg.model_fields_set \
             else DEFAULT_MAX_TOKENS
         self.state_fields: tuple[str, ...] = tuple(
@@ -220,25 +212,19 @@ class StateActExecutor:
                       state_fields=", ".join(self.state_fields),
                       step_format=step_format(self.state_fields))
 
-    async def execute(self, node: Node, task: str, extra_context: str | None = None
-                      ) -> ExecutionResult:
+    async def turns(self, episode: Episode) -> AsyncGenerator[Turn, None]:
         run, env = self.run, self.run.env
-        context = run.context if extra_context is None else "\n".join(
-            x for x in (run.context, extra_context) if x
-        )
-        header = self.header(task, context)
+        header = self.header(episode.task, episode.context)
         trajectory: list[str] = []
-        bad_streak = 0
-        best_reward = 0.0
-        for index in range(1, self.max_steps + 1):
+        while True:
             request = ChatRequest(
                 prompt=header + "".join(trajectory),
                 stop=[STOP],
                 max_tokens=self.max_tokens,
-                temperature=run.config.executor.temperature,
+                temperature=episode.temperature,
                 role="executor",
             )
-            response = await run.call(run.executor_model, request, node)
+            response = await run.call(run.executor_model, request, episode.node)
             out = parse_output(response.text, self.state_fields)
             if response.finish_reason == "length":
                 out.warnings.append("the output was cut at max_tokens")
@@ -254,24 +240,10 @@ class StateActExecutor:
                 kind, text = "action", out.action
                 result = env.step(out.action)
                 observation, reward, done = result.observation, float(result.reward), result.done
-            step = Step(kind=kind, node_id=node.id, index=index, raw=response.text, text=text,
-                        observation=observation, reward=reward, done=done, error=error,
-                        extra=out.extra())
-            await run.add_step(node, step)
+            step = episode.step(kind=kind, raw=response.text, text=text, observation=observation,
+                                reward=reward, done=done, error=error, extra=out.extra())
             trajectory.append(render_step(out, observation, self.state_fields))
-            best_reward = max(best_reward, reward)
-            ended = reward_outcome(run, reward, done, best_reward, index)
-            if ended is not None:
-                return ended
-            if declared is True:
-                return ExecutionResult(True, True, best_reward, "completed", index)
-            if declared is False:
-                return ExecutionResult(False, False, best_reward, "failed", index)
-            bad = error is not None or observation == THOUGHT_OK or env.is_failure(observation)
-            bad_streak = bad_streak + 1 if bad else 0
-            if bad_streak >= self.patience:
-                return ExecutionResult(False, None, best_reward, "patience", index)
-        return ExecutionResult(False, None, best_reward, "max_steps", self.max_steps)
+            yield Turn([step], declared=declared)
 
 
 __all__ = ["StateActExecutor", "StateActOutput", "parse_output", "render_step", "step_format"]

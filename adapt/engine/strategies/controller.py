@@ -16,7 +16,7 @@
 from __future__ import annotations
 
 from adapt.engine.executors import make_executor
-from adapt.engine.executors.base import ExecutionResult
+from adapt.engine.executors.base import ExecuteOptions, ExecutionResult, Executor
 from adapt.engine.planning.planner import Planner
 from adapt.engine.runtime import Run
 from adapt.engine.tree import LogicExpr, LogicGroup, Node, StepRef
@@ -34,9 +34,9 @@ def describe(expr: LogicExpr, steps: list[str]) -> str:
 
 
 class AdaptController:
-    def __init__(self, run: Run) -> None:
+    def __init__(self, run: Run, executor: Executor | None = None) -> None:
         self.run = run
-        self.executor = make_executor(run)
+        self.executor = executor if executor is not None else make_executor(run)
         self.planner = Planner(run)
 
     async def solve(self, node: Node, task: str | None = None) -> bool:
@@ -65,11 +65,17 @@ class AdaptController:
         ok = await self.run_children(group.op, children)
         return await self.finish(node, ok)
 
-    async def try_executor(self, node: Node, task: str) -> ExecutionResult:
-        """Mark the node running, run the executor on it, record the outcome on the node."""
+    async def try_executor(self, node: Node, task: str,
+                           options: ExecuteOptions | None = None) -> ExecutionResult:
+        """Mark the node running, run the executor on it, record the outcome on the node.
+
+        ``options``: a strategy's changes for this run (step budget, temperature, extra
+        context); the node's ``context_in`` shows the context the executor got."""
         run = self.run
-        await run.update(node, status="running", context_in=run.context)
-        result = await self.executor.execute(node, task)
+        extra = options.extra_context if options is not None else None
+        context_in = run.context if extra is None else extra
+        await run.update(node, status="running", context_in=context_in)
+        result = await self.executor.execute(node, task, options)
         await run.update(
             node, executor_success=result.success, self_assessed=result.self_assessed,
             reward=result.reward, termination=result.termination,

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapt.engine.executors import make_executor
+from adapt.engine.executors.base import ExecuteOptions
 from adapt.engine.runtime import Run
 from adapt.engine.strategies.controller import AdaptController
 from adapt.engine.tree import Node
@@ -19,7 +19,7 @@ async def react_strategy(run: Run, goal: str, task: str) -> Node:
     root = await run.new_node(kind="task", goal=goal, depth=1)
     base = run.config.executor.max_steps or run.env.default_max_steps
     controller = AdaptController(run)
-    controller.executor = make_executor(run, max_steps=base * run.config.d_max)
-    result = await controller.try_executor(root, task)
+    options = ExecuteOptions(max_steps=base * run.config.d_max)
+    result = await controller.try_executor(root, task, options)
     await controller.finish(root, result.success)
     return root

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from adapt.engine.executors.stateflow.executor import StateFlowExecutor
 from adapt.engine.runtime import Run
+from adapt.engine.strategies.controller import AdaptController
 from adapt.engine.tree import Node
 
 
@@ -14,15 +15,7 @@ async def stateflow_strategy(run: Run, goal: str, task: str) -> Node:
     ``executor.max_steps`` when set). The root records the outcome as ADaPT's nodes do.
     """
     root = await run.new_node(kind="task", goal=goal, depth=1)
-    await run.update(root, status="running", context_in=run.context)
-    result = await StateFlowExecutor(run).execute(root, task)
-    fields: dict[str, object] = {
-        "executor_success": result.success, "self_assessed": result.self_assessed,
-        "reward": result.reward, "termination": result.termination,
-        "status": "succeeded" if result.success else "failed", "success": result.success,
-    }
-    if result.success:
-        run.context = run.env.salient_state()
-        fields["context_out"] = run.context
-    await run.update(root, **fields)
+    controller = AdaptController(run, executor=StateFlowExecutor(run))
+    result = await controller.try_executor(root, task)
+    await controller.finish(root, result.success)
     return root

@@ -13,12 +13,7 @@ Tree shape: a root ``group`` node (logic ``or``, depth 1, never executed)
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-from contextlib import contextmanager
-
-from adapt.engine.events import Event as TreeEvent
-from adapt.engine.events import StepAppended, TreeSink, flush
-from adapt.engine.executors.base import ExecutionResult
+from adapt.engine.executors.base import ExecuteOptions, ExecutionResult
 from adapt.engine.prompts import render, require_template, trajectory_line
 from adapt.engine.runtime import Run
 from adapt.engine.strategies.controller import AdaptController
@@ -31,36 +26,6 @@ RETRY_TEMPERATURE = 0.7
 REFLECTIONS_HEADER = "Reflections from earlier failed attempts:"
 #: completion limit for one reflection (1-3 sentences)
 REFLECTION_MAX_TOKENS = 256
-
-
-# -- trials -----------------------------------------------------------------------------------
-class _StepRecorder:
-    """A sink in front of the run's sink that keeps the steps of one trial node."""
-
-    def __init__(self, inner: TreeSink, node_id: int) -> None:
-        self.inner = inner
-        self.node_id = node_id
-        self.steps: list[Step] = []
-
-    async def emit(self, event: TreeEvent) -> None:
-        if isinstance(event, StepAppended) and event.step.node_id == self.node_id:
-            self.steps.append(event.step)
-        await self.inner.emit(event)
-
-    async def flush(self) -> None:
-        await flush(self.inner)
-
-
-@contextmanager
-def _executor_temperature(run: Run, temperature: float) -> Iterator[None]:
-    """Run the executor at ``temperature`` inside the block (the config is restored after)."""
-    original = run.config
-    executor = original.executor.model_copy(update={"temperature": temperature})
-    run.config = original.model_copy(update={"executor": executor})
-    try:
-        yield
-    finally:
-        run.config = original
 
 
 def _reset_for_trial(run: Run) -> None:
@@ -91,24 +56,15 @@ async def _trial(
     root: Node,
     number: int,
     task: str,
-    extra_context: str | None = None,
-) -> tuple[Node, ExecutionResult, list[Step]]:
+    options: ExecuteOptions,
+) -> tuple[Node, ExecutionResult]:
     """One whole-task executor run as a ``trial N`` child of ``root`` (``run_task`` already
     reset the environment for trial 1)."""
     if number > 1:
         _reset_for_trial(run)
     node = await run.new_node(kind="task", parent_id=root.id, position=number - 1, depth=1,
                               goal=root.goal, label=f"trial {number}")
-    await run.update(node, status="running", context_in=extra_context)
-    recorder = _StepRecorder(run.sink, node.id)
-    run.sink = recorder
-    try:
-        result = await controller.executor.execute(node, task, extra_context=extra_context)
-    finally:
-        run.sink = recorder.inner
-    await run.update(node, executor_success=result.success, self_assessed=result.self_assessed,
-                     reward=result.reward, termination=result.termination)
-    return node, result, recorder.steps
+    return node, await controller.try_executor(node, task, options)
 
 
 async def _trials_root(run: Run, goal: str) -> Node:
@@ -133,9 +89,8 @@ async def try_again_strategy(run: Run, goal: str, task: str) -> Node:
     ok = False
     best = 0.0
     for number in range(1, run.config.d_max + 1):
-        temperature = run.config.executor.temperature if number == 1 else RETRY_TEMPERATURE
-        with _executor_temperature(run, temperature):
-            node, result, _ = await _trial(run, controller, root, number, task)
+        options = ExecuteOptions(temperature=None if number == 1 else RETRY_TEMPERATURE)
+        node, result = await _trial(run, controller, root, number, task, options)
         best = max(best, result.reward)
         succeeded = trial_succeeded(run, result)
         await controller.finish(node, succeeded)
@@ -183,7 +138,8 @@ async def reflexion_strategy(run: Run, goal: str, task: str) -> Node:
     best = 0.0
     for number in range(1, run.config.d_max + 1):
         context = reflections_block(reflections)
-        node, result, steps = await _trial(run, controller, root, number, task, context)
+        node, result = await _trial(run, controller, root, number, task,
+                                    ExecuteOptions(extra_context=context))
         best = max(best, result.reward)
         if trial_succeeded(run, result):
             await controller.finish(node, True)
@@ -191,7 +147,7 @@ async def reflexion_strategy(run: Run, goal: str, task: str) -> Node:
             break
         await run.update(node, status="failed", success=False)
         if number < run.config.d_max:
-            reflection = await reflect(run, node, task, context, steps)
+            reflection = await reflect(run, node, task, context, result.trajectory)
             reflections.append(reflection)
             await run.update(node, context_out=reflection)
     await run.update(root, reward=best)

@@ -8,16 +8,16 @@
 - ``summarize`` (``Sum``, PASS): the batch runs concurrently (``actions.run_batch``), one
   ``summarizer`` call condenses it, ``executor.pass_output`` picks what the agent gets.
 
-Each returns an ``ExecutionResult`` when the run ends there, else ``None`` (the state's text has
-been appended to the trace).
+Each yields the turns it takes (the episode's rules judge them) and appends the state's text
+to the trace.
 """
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING
 
-from adapt.engine.executors.base import ExecutionResult
+from adapt.engine.executors.episode import Turn
 from adapt.engine.executors.spec_agent.actions import PlannedAction, run_batch, substitute
 from adapt.engine.executors.spec_agent.pass_output import choose, raw_results, summarizer_prompt
 from adapt.engine.executors.spec_agent.prompt import answer_instruction
@@ -25,108 +25,99 @@ from adapt.engine.spec.model import StateDef
 from adapt.llm.base import ChatRequest
 
 if TYPE_CHECKING:
-    from adapt.engine.executors.spec_agent.executor import Episode
+    from adapt.engine.executors.spec_agent.executor import Trace
 
-Handler = Callable[["Episode", StateDef], Awaitable[ExecutionResult | None]]
+Handler = Callable[["Trace", StateDef], AsyncGenerator[Turn, None]]
 
 
-async def observe(ep: Episode, state: StateDef) -> ExecutionResult | None:
+async def observe(tr: Trace, state: StateDef) -> AsyncGenerator[Turn, None]:
     """``Obs`` (and any state without its own rule): run the pending actions in order."""
-    actions = ep.pending_actions()
+    actions = tr.pending_actions()
     if not actions:
-        ep.append(state, "No action was given.")
-        return ep.count_bad(True)
-    results = [await ep.run_one(state, a) for a in actions]
-    observations = [r.observation for r in results]
-    ep.append(state, observations[0] if len(results) == 1 else raw_results(observations))
-    return await ep.outcome_of(results)
+        yield tr.nothing_to_run(state)
+        return
+    ran = [tr.run_one(state, a) for a in actions]
+    observations = [r.observation for r, _ in ran]
+    tr.append(state, observations[0] if len(ran) == 1 else raw_results(observations))
+    yield tr.acted([r for r, _ in ran], [step for _, step in ran])
 
 
-async def evaluate(ep: Episode, state: StateDef) -> ExecutionResult | None:
+async def evaluate(tr: Trace, state: StateDef) -> AsyncGenerator[Turn, None]:
     """``Eval``: check the proposed answer with the environment's answer action."""
-    segments = ep.monitor.split(ep.trace)
-    proposed = next((s.content(ep.trace).strip() for s in reversed(segments)
+    segments = tr.monitor.split(tr.text)
+    proposed = next((s.content(tr.text).strip() for s in reversed(segments)
                      if s.state == "Prop-Ans"), "")
-    if ep.answer_action is None:
-        verdict = ("A reward was seen: the task is done." if ep.best_reward > 0 else
+    if tr.answer_action is None:
+        verdict = ("A reward was seen: the task is done." if tr.episode.best_reward > 0 else
                    "No reward so far: the proposed answer cannot be confirmed here.")
-        ep.append(state, verdict)
-        return None
-    planned = PlannedAction(ep.answer_action, proposed)
-    result = await ep.run_one(state, planned, proposed=proposed)
-    ep.append(state, result.observation)
-    return await ep.outcome_of([result])
+        tr.append(state, verdict)
+        return
+    planned = PlannedAction(tr.answer_action, proposed)
+    result, step = tr.run_one(state, planned, proposed=proposed)
+    tr.append(state, result.observation)
+    yield tr.acted([result], [step])
 
 
-async def solve(ep: Episode, state: StateDef) -> ExecutionResult | None:
+async def solve(tr: Trace, state: StateDef) -> AsyncGenerator[Turn, None]:
     """``Solver`` (ReWOO): run the plan's actions in order, then one solver call."""
     evidence: dict[str, str] = {}
     lines: list[str] = []
     plan = None
-    for planned in ep.pending_actions():
+    for planned in tr.pending_actions():
         action = f"{planned.name} {substitute(planned.argument, evidence)}".strip()
-        result = await ep.run_one(state, planned, action, label=planned.label)
+        result, step = tr.run_one(state, planned, action, label=planned.label)
         if planned.label:
             evidence[planned.label] = result.observation.strip()
         if planned.plan and planned.plan != plan:
             plan = planned.plan
             lines.append(f"Plan: {plan}")
         lines.append(f"{planned.label or 'Evidence'} = {action}: {result.observation.strip()}")
-        outcome = await ep.outcome_of([result])
-        if outcome is not None:
-            return outcome
-    if ep.calls >= ep.max_steps:
-        return ep.result(False, None, "max_steps")
-    cfg = ep.run.config.executor
+        yield tr.acted([result], [step])
+    yield Turn(cost=0)  # the budget is checked before the solver call
+    cfg = tr.run.config.executor
     prompt = ("Solve the task with the plan and the evidence below. "
-              f"{answer_instruction(ep.env, checkable=ep.answer_action is not None)}"
-              f"\n\nTask: {ep.task.strip()}\n" + "\n".join(lines) + "\n\nAnswer:")
+              f"{answer_instruction(tr.env, checkable=tr.answer_action is not None)}"
+              f"\n\nTask: {tr.task.strip()}\n" + "\n".join(lines) + "\n\nAnswer:")
     request = ChatRequest(prompt=prompt, max_tokens=cfg.max_tokens,
-                          temperature=cfg.temperature, role="solver")
-    response = await ep.run.call(ep.run.executor_model, request, ep.node)
-    ep.calls += 1
-    ep.append(state, response.text.strip())
-    return None
+                          temperature=tr.episode.temperature, role="solver")
+    response = await tr.run.call(tr.run.executor_model, request, tr.node)
+    tr.append(state, response.text.strip())
+    yield Turn(cost=1, continues=True)
 
 
-async def summarize(ep: Episode, state: StateDef) -> ExecutionResult | None:
+async def summarize(tr: Trace, state: StateDef) -> AsyncGenerator[Turn, None]:
     """``Sum`` (PASS): run the batch concurrently, summarize, pick what the agent gets."""
-    actions = ep.pending_actions()
+    actions = tr.pending_actions()
     if not actions:
-        ep.append(state, "No action was given.")
-        return ep.count_bad(True)
-    results, mode = await run_batch(ep.env, [a.action for a in actions])
-    for planned, result in zip(actions, results, strict=True):
-        await ep.add_step("action", planned.action, planned.raw, result.observation,
-                          reward=float(result.reward), done=result.done, state=state.name,
-                          action=planned.name, input=planned.argument, batch=mode)
-    outcome = await ep.outcome_of(results)
-    if outcome is not None:
-        return outcome
-    if ep.calls >= ep.max_steps:
-        return ep.result(False, None, "max_steps")
+        yield tr.nothing_to_run(state)
+        return
+    results, mode = await run_batch(tr.env, [a.action for a in actions])
+    steps = [tr.step("action", planned.action, planned.raw, result.observation,
+                     reward=float(result.reward), done=result.done, state=state.name,
+                     action=planned.name, input=planned.argument, batch=mode)
+             for planned, result in zip(actions, results, strict=True)]
+    yield tr.acted(results, steps)
+    yield Turn(cost=0)  # the budget is checked before the summarizer call
     observations = [r.observation for r in results]
     goal = actions[-1].plan or ""
-    cfg = ep.run.config.executor
-    request = ChatRequest(prompt=summarizer_prompt(ep.task, goal, observations),
-                          max_tokens=cfg.max_tokens, temperature=cfg.temperature,
+    cfg = tr.run.config.executor
+    request = ChatRequest(prompt=summarizer_prompt(tr.task, goal, observations),
+                          max_tokens=cfg.max_tokens, temperature=tr.episode.temperature,
                           role="summarizer")
-    response = await ep.run.call(ep.run.executor_model, request, ep.node)
-    ep.calls += 1
+    response = await tr.run.call(tr.run.executor_model, request, tr.node)
     summary = response.text.strip()
     raw = raw_results(observations)
-    context = ep.header + ep.trace + ("" if ep.trace.endswith("\n") else "\n") \
-        + state.text + " "
-    model = ep.run.executor_model
+    context = tr.header + tr.text + ("" if tr.text.endswith("\n") else "\n") + state.text + " "
+    model = tr.run.executor_model
 
     async def scorer(prompt: str, continuation: str) -> list[float] | None:
-        return await ep.run.score(model, ep.node, prompt, continuation)
+        return await tr.run.score(model, tr.node, prompt, continuation)
 
     choice = await choose(cfg.pass_output, model, context, summary, raw, scorer)
-    await ep.add_step("thought", choice.output, response.text, state=state.name,
-                      summary=summary, raw_results=raw, **choice.extra())
-    ep.append(state, choice.output)
-    return None
+    step = tr.step("thought", choice.output, response.text, state=state.name, summary=summary,
+                   raw_results=raw, **choice.extra())
+    tr.append(state, choice.output)
+    yield Turn([step], rewards=[], done=False, failures=[], cost=1, continues=True)
 
 
 #: the states with a rule of their own; any other env-supplied state is ``observe``d

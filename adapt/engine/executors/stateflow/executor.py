@@ -23,11 +23,13 @@ Outcome (``ExecutionResult``):
 from __future__ import annotations
 
 import re
+from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from string import Template
 from typing import Any
 
-from adapt.engine.executors.base import THOUGHT_OK, ExecutionResult, parse_line
+from adapt.engine.executors.base import THOUGHT_OK, ExecuteOptions, parse_line
+from adapt.engine.executors.episode import Ending, Episode, EpisodeExecutor, Turn
 from adapt.engine.executors.stateflow.loader import machine_for_env
 from adapt.engine.executors.stateflow.models import Machine, State, Transition
 from adapt.engine.runtime import Run
@@ -47,21 +49,25 @@ class _Visit:
     observation: str = ""
     reward: float = 0.0
     done: bool = False
-    bad: bool = False  # the last observation counts for patience
-    steps: list[Step] = field(default_factory=list)
+    rewards: list[float] = field(default_factory=list)  # one per action taken
+    failures: list[bool] = field(default_factory=list)  # one per observation, for patience
 
     def values(self) -> dict[str, str]:
         return {"output": self.output, "action": self.action, "observation": self.observation}
 
 
-class StateFlowExecutor:
+class StateFlowExecutor(EpisodeExecutor):
+    budget_termination = "max_turns"
+
     def __init__(self, run: Run, *, max_steps: int | None = None,
                  machine: Machine | None = None) -> None:
-        self.run = run
+        super().__init__(run, max_steps=max_steps)
         self.machine = machine or machine_for_env(run.env)
-        cfg = run.config.executor
-        self.max_turns = max_steps or cfg.max_steps or self.machine.max_turns
-        self.patience = cfg.patience
+
+    def step_budget(self, options: ExecuteOptions) -> int:
+        """The turn limit (state visits): ``max_steps`` when set, else the machine's."""
+        return (options.max_steps or self.default_max_steps
+                or self.run.config.executor.max_steps or self.machine.max_turns)
 
     # -- templates ---------------------------------------------------------------------------
     def _vars(self, task: str, context: str, history: list[str], state: str,
@@ -78,33 +84,24 @@ class StateFlowExecutor:
                 return match.group(1).strip()
         return parse_line(raw)
 
-    # -- the run -------------------------------------------------------------------------------
-    async def execute(self, node: Node, task: str, extra_context: str | None = None
-                      ) -> ExecutionResult:
+    # -- the run: one turn per state visit -----------------------------------------------------
+    async def turns(self, episode: Episode) -> AsyncGenerator[Turn, None]:
         run, env, machine = self.run, self.run.env, self.machine
-        context = run.context if extra_context is None else "\n".join(
-            x for x in (run.context, extra_context) if x
-        )
+        node, task, context = episode.node, episode.task, episode.context
         history: list[str] = []
         last = {"output": "", "action": "", "observation": ""}
         cfg = run.config.executor
-        index = 0
-        bad_streak = 0
-        best = 0.0
         name = machine.initial
         turn = 0
-
-        async def emit(step: Step) -> None:
-            await run.add_step(node, step)
-
         while True:
             state = machine.states[name]
             if state.final is not None:  # only the initial state can be final here
                 ok = state.final == "success"
-                return ExecutionResult(ok, ok, best, "completed" if ok else "failed", index)
+                yield Turn(end=Ending(ok, ok, "completed" if ok else "failed"), cost=0)
+                return
             turn += 1
             visit = _Visit()
-            pending: Step | None = None  # the visit's latest step, emitted when the next begins
+            pending: Step | None = None  # the visit's latest step, recorded when the next begins
             awaiting = False
             for out in state.outputs:
                 values = self._vars(task, context or "", history, name, last)
@@ -112,13 +109,13 @@ class StateFlowExecutor:
                     history.append(Template(out.text or "").safe_substitute(values))
                 elif out.kind == "model":
                     if pending is not None:
-                        await emit(pending)
+                        yield Turn([pending], rewards=[], done=False, failures=[], cost=0)
                         pending = None
                     prompt = Template(state.instruction or "").safe_substitute(values)
                     request = ChatRequest(
                         prompt=prompt, stop=list(machine.stop),
                         max_tokens=machine.max_tokens or cfg.max_tokens,
-                        temperature=cfg.temperature, role="executor",
+                        temperature=episode.temperature, role="executor",
                     )
                     response = await run.call(run.executor_model, request, node)
                     visit.output = response.text.strip()
@@ -126,10 +123,9 @@ class StateFlowExecutor:
                     last["output"], last["action"] = visit.output, visit.action
                     history.append(Template(machine.history.model).safe_substitute(
                         output=visit.output, action=visit.action, observation="", state=name))
-                    index += 1
-                    pending = Step(kind="thought", node_id=node.id, index=index,
-                                   raw=response.text, text=visit.action, observation="",
-                                   extra={"state": name, "turn": turn})
+                    pending = episode.step(kind="thought", raw=response.text,
+                                           text=visit.action, observation="",
+                                           extra={"state": name, "turn": turn})
                     awaiting = True  # the model's action is executed by a later 'act'
                 else:  # act
                     fixed = out.text is not None
@@ -151,67 +147,60 @@ class StateFlowExecutor:
                                       else "action")
                     if pending is None or not awaiting:  # a step of its own
                         if pending is not None:
-                            await emit(pending)
-                        index += 1
-                        pending = Step(kind=kind, node_id=node.id, index=index, raw="",
-                                       text=action, observation=observation,
-                                       extra={"state": name, "turn": turn})
+                            yield Turn([pending], rewards=[], done=False, failures=[], cost=0)
+                        pending = episode.step(kind=kind, raw="", text=action,
+                                               observation=observation,
+                                               extra={"state": name, "turn": turn})
                     awaiting = False
                     pending.kind = kind
                     pending.observation = observation
                     pending.reward, pending.done = visit.reward, visit.done
-                    best = max(best, visit.reward)
-                    if visit.reward > 0:
-                        run.reward = max(run.reward, visit.reward)
-                    bad = observation == THOUGHT_OK or env.is_failure(observation)
-                    bad_streak = bad_streak + 1 if bad else 0
+                    visit.rewards.append(visit.reward)
+                    visit.failures.append(observation == THOUGHT_OK or env.is_failure(observation))
                     if visit.done:
-                        run.episode_done = True
                         break
             if pending is None:  # a visit without model call or action (prompts only)
-                index += 1
-                pending = Step(kind="thought", node_id=node.id, index=index, raw="", text="",
-                               observation="", extra={"state": name, "turn": turn})
+                pending = episode.step(kind="thought", raw="", text="", observation="",
+                                       extra={"state": name, "turn": turn})
             extra: dict[str, Any] = pending.extra or {}
             pending.extra = extra
 
-            # -- the end of the run, or the next state -----------------------------------------
-            result_: ExecutionResult | None = None
-            if visit.done:
-                extra["transition"] = await self._next(node, state, visit, task, context,
-                                                       history, name, last, ask=False, extra=extra)
-                extra["stopped"] = "done"
-                ok = visit.reward > 0
-                result_ = ExecutionResult(ok, None, best, "reward" if ok else "done", index)
-            elif visit.reward > 0:
-                extra["stopped"] = "reward"
-                result_ = ExecutionResult(True, None, best, "reward", index)
-            elif bad_streak >= self.patience:
-                extra["stopped"] = "patience"
-                result_ = ExecutionResult(False, None, best, "patience", index)
+            # -- the end of the run (the episode's rules, or a final state), or the next state --
+            visited = Turn([pending], rewards=visit.rewards, done=visit.done,
+                           failures=visit.failures)
+            ending = episode.judge(visited)
+            if ending is not None:
+                if visit.done:
+                    extra["transition"] = await self._next(node, state, visit, task, context,
+                                                           history, name, last, ask=False,
+                                                           extra=extra,
+                                                           temperature=episode.temperature)
+                    extra["stopped"] = "done"
+                else:
+                    extra["stopped"] = ending.termination
             else:
                 target = await self._next(node, state, visit, task, context, history, name,
-                                          last, ask=True, extra=extra)
+                                          last, ask=True, extra=extra,
+                                          temperature=episode.temperature)
                 final = machine.states[target].final
                 if final is not None:
                     extra["transition"] = target
                     ok = final == "success"
-                    result_ = ExecutionResult(ok, ok, best, "completed" if ok else "failed",
-                                              index)
-                elif turn >= self.max_turns:
+                    visited.end = Ending(ok, ok, "completed" if ok else "failed")
+                elif turn >= episode.max_steps:
                     extra["transition"] = machine.on_max_turns
                     extra["stopped"] = "max_turns"
-                    result_ = ExecutionResult(False, None, best, "max_turns", index)
+                    visited.end = Ending(False, None, "max_turns")
                 else:
                     extra["transition"] = target
                     name = target
-            await emit(pending)
-            if result_ is not None:
-                return result_
+            yield visited
+            if visited.end is not None:
+                return
 
     async def _next(self, node: Node, state: State, visit: _Visit, task: str,
                     context: str | None, history: list[str], name: str, last: dict[str, str],
-                    *, ask: bool, extra: dict[str, Any]) -> str:
+                    *, ask: bool, extra: dict[str, Any], temperature: float) -> str:
         """The first transition that matches (``ask=False``: rules only), else ``name``."""
         values = {**visit.values(), "task": task}
         for transition in state.transitions:
@@ -221,20 +210,21 @@ class StateFlowExecutor:
                 return transition.to
             if not ask:
                 continue
-            if await self._check(node, transition, task, context, history, name, last, extra):
+            if await self._check(node, transition, task, context, history, name, last, extra,
+                                 temperature):
                 return transition.to
         return name
 
     async def _check(self, node: Node, transition: Transition, task: str, context: str | None,
                      history: list[str], name: str, last: dict[str, str],
-                     extra: dict[str, Any]) -> bool:
+                     extra: dict[str, Any], temperature: float) -> bool:
         """An explicit model check: the yes/no ``ask`` question; ``yes`` takes the transition."""
         run = self.run
         values = self._vars(task, context or "", history, name, last)
         question = Template(transition.ask or "").safe_substitute(values)
         prompt = Template(self.machine.check_prompt).safe_substitute(values, question=question)
         request = ChatRequest(prompt=prompt, stop=["\n"], max_tokens=CHECK_MAX_TOKENS,
-                              temperature=run.config.executor.temperature, role="check")
+                              temperature=temperature, role="check")
         response = await run.call(run.executor_model, request, node)
         answer = _YES.match(response.text.strip()) is not None
         extra.setdefault("checks", []).append(
