@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 SIM_DEFAULT_MODEL = "sim:textcraft?capability=1"
@@ -27,6 +27,19 @@ class LLMEndpointSetting(BaseModel):
                                       description="Sent to this endpoint only.")
     name: str | None = Field(default=None, description="How errors name the endpoint "
                              "(default: its URL).")
+
+
+class BudgetLimits(BaseModel):
+    """Per-task budget figures (unset: no figure)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_llm_calls: int | None = Field(default=None, ge=1)
+    max_tokens: int | None = Field(default=None, ge=1)
+    max_nodes: int | None = Field(default=None, ge=1)
+    max_cost_usd: float | None = Field(default=None, gt=0)
+    deadline_seconds: float | None = Field(default=None, gt=0)
+    max_prompt_chars: int | None = Field(default=None, ge=1)
 
 
 class Settings(BaseSettings):
@@ -110,6 +123,26 @@ class Settings(BaseSettings):
         default=200, ge=1, description="Tasks one worker process (or the embedded server) runs "
         "at once.",
     )
+    default_budget: BudgetLimits = Field(
+        default_factory=lambda: BudgetLimits(max_llm_calls=200, max_tokens=2_000_000,
+                                             max_nodes=200, deadline_seconds=1800,
+                                             max_prompt_chars=100_000),
+        description="Budget of a task for every figure its request leaves unset (JSON).",
+    )
+    max_budget: BudgetLimits = Field(
+        default_factory=lambda: BudgetLimits(max_llm_calls=1000, max_tokens=10_000_000,
+                                             max_nodes=1000, deadline_seconds=4 * 3600,
+                                             max_prompt_chars=400_000),
+        description="Largest budget figure a request may ask for (JSON); larger is a 422.",
+    )
+    max_config_bytes: int = Field(default=65_536, ge=256,
+                                  description="Largest environment_config (as JSON) accepted.")
+    tenant_max_active_tasks: int = Field(
+        default=50, ge=1, description="Queued plus running tasks one tenant may have; more "
+        "submissions get 429 with Retry-After.")
+    tenant_submissions_per_minute: int = Field(
+        default=120, ge=1, description="Tasks one tenant may submit per minute; more get 429 "
+        "with Retry-After.")
     max_body_bytes: int = Field(default=1_048_576, ge=1024,
                                 description="Largest request body the API accepts.")
     host: str = Field(default="127.0.0.1", description="`adapt serve` bind address.")

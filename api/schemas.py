@@ -309,7 +309,8 @@ class EventPublic(BaseModel):
     type: EventType
     created_at: datetime
     data: dict[str, Any] = Field(description='node.created / node.updated: {"node": Node}; '
-                                 'step: {"step": Step}; llm_call: {"call": LLMCall}; '
+                                 'step: {"step": Step}; llm_call: {"call": LLMCall} (prompt and '
+                                 'messages null: see the node detail); '
                                  'task.finished: {"status", "result", "error"}')
 
 

@@ -24,6 +24,10 @@ class Budget(BaseModel):
     max_nodes: int | None = Field(default=None, ge=1, examples=[100])
     max_cost_usd: float | None = Field(default=None, gt=0, examples=[1.0])
     deadline_seconds: float | None = Field(default=None, gt=0, examples=[600])
+    max_prompt_chars: int | None = Field(
+        default=None, ge=1, examples=[200_000],
+        description="Longest prompt (characters) one LLM call may send; a longer one ends the "
+        "branch as budget_exceeded.")
 
 
 class BudgetTracker:
@@ -59,6 +63,13 @@ class BudgetTracker:
             assert self.budget.deadline_seconds is not None
             raise BudgetError("deadline_seconds", self.budget.deadline_seconds, self.elapsed())
 
+    def check_prompt(self, chars: int) -> None:
+        limit = self.budget.max_prompt_chars
+        if limit is not None and chars > limit:
+            raise BudgetError("prompt_chars", limit, chars)
+
     def check_nodes(self, nodes: int) -> None:
+        """``nodes``: the count the next node would make; the error reports the nodes that
+        exist (so it agrees with the task's node count)."""
         if self.budget.max_nodes is not None and nodes > self.budget.max_nodes:
-            raise BudgetError("nodes", self.budget.max_nodes, nodes)
+            raise BudgetError("nodes", self.budget.max_nodes, nodes - 1)

@@ -116,6 +116,7 @@ class Run:
         if await self._cancelled():
             raise CancelledByUser("cancelled by user")
         self.budget.check_call(self.usage)
+        self.budget.check_prompt(len(request.as_prompt()))
         if self.config.seed is not None and request.seed is None:
             request = request.model_copy(update={"seed": self.config.seed})
         remaining = self.budget.remaining_seconds()

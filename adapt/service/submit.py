@@ -15,13 +15,15 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import math
 import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import update
+from sqlalchemy import func, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -58,6 +60,14 @@ class IdempotencyConflict(UserError):
             f"Idempotency-Key {key!r} was already used for a different request (task "
             f"{task_id}); reuse a key only to retry the identical request, or send a new key"
         )
+
+
+class RateLimited(UserError):
+    """The tenant has too many active tasks or submitted too many in the last minute."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        self.retry_after = retry_after
+        super().__init__(message)
 
 
 @dataclass(frozen=True)
@@ -99,6 +109,11 @@ def validate_submission(
 ) -> tuple[dict[str, Any], ModelChoice, ModelChoice]:
     """The validated environment config and the executor/planner models; raises
     ``SubmissionInvalid`` naming the first bad field."""
+    size = len(json.dumps(sub.environment_config, ensure_ascii=False, default=str).encode())
+    if size > settings.max_config_bytes:
+        raise SubmissionInvalid("environment_config", (
+            f"{size} bytes as JSON, over this server's limit of {settings.max_config_bytes} "
+            "(ADAPT_MAX_CONFIG_BYTES)"))
     try:
         env_cls = registry.get(sub.environment)
     except UnknownEnvironment as exc:
@@ -133,6 +148,53 @@ def validate_submission(
     return stored, executor, planner
 
 
+_BUDGET_FIELDS = ("max_llm_calls", "max_tokens", "max_nodes", "max_cost_usd",
+                  "deadline_seconds", "max_prompt_chars")
+
+
+def apply_budget_limits(run_config: RunConfig, settings: Settings) -> RunConfig:
+    """The operator's default for every budget figure the request left unset; a figure over
+    the operator's maximum is refused (``SubmissionInvalid`` naming it)."""
+    asked = run_config.budget
+    values: dict[str, Any] = {}
+    for name in _BUDGET_FIELDS:
+        value = getattr(asked, name)
+        ceiling = getattr(settings.max_budget, name)
+        if value is not None and ceiling is not None and value > ceiling:
+            raise SubmissionInvalid(f"budget.{name}", f"{value:g} is over this server's maximum "
+                                    f"of {ceiling:g} (ADAPT_MAX_BUDGET)")
+        if value is None:
+            value = getattr(settings.default_budget, name)
+            if value is None or (ceiling is not None and value > ceiling):
+                value = ceiling
+        values[name] = value
+    return run_config.model_copy(update={"budget": asked.model_copy(update=values)})
+
+
+async def check_rate(session: AsyncSession, settings: Settings, tenant: str) -> None:
+    """Raise ``RateLimited`` when ``tenant`` has too many queued/running tasks, or submitted
+    too many in the last minute."""
+    active = await session.scalar(select(func.count()).select_from(Task).where(
+        Task.tenant == tenant, Task.status.in_(("queued", "running"))))
+    if int(active or 0) >= settings.tenant_max_active_tasks:
+        raise RateLimited(
+            f"tenant {tenant!r} has {active} queued or running tasks, the most this server "
+            f"allows ({settings.tenant_max_active_tasks}); wait for some to finish, or cancel "
+            "some", retry_after=10)
+    now = utcnow()
+    window = timedelta(seconds=60)
+    recent = (await session.execute(
+        select(Task.created_at).where(Task.tenant == tenant, Task.created_at > now - window)
+        .order_by(Task.created_at).limit(settings.tenant_submissions_per_minute)
+    )).scalars().all()
+    if len(recent) >= settings.tenant_submissions_per_minute:
+        wait = max(1, math.ceil((recent[0] + window - now).total_seconds()))
+        raise RateLimited(
+            f"tenant {tenant!r} submitted {len(recent)} tasks in the last minute, the most "
+            f"this server allows ({settings.tenant_submissions_per_minute}); retry in {wait} s",
+            retry_after=wait)
+
+
 def _replay(task: Task, digest: str, key: str) -> Submitted:
     if task.request_hash != digest:
         raise IdempotencyConflict(key, task.id)
@@ -160,7 +222,9 @@ async def submit_task(
             return _replay(existing, body_hash, idempotency_key)
 
     env_config, executor, planner = validate_submission(sub, settings)
-    run_config, _ = apply_profile(sub.run_config, registry.get(sub.environment))
+    await check_rate(session, settings, tenant)
+    run_config, _ = apply_profile(apply_budget_limits(sub.run_config, settings),
+                                  registry.get(sub.environment))
     now = utcnow()
     task = Task(
         id=uuid.uuid4().hex, tenant=tenant, status="queued", environment=sub.environment,

@@ -113,7 +113,10 @@ class DbSink:
             call = event.call
             if not self.store_prompts:
                 call = call.model_copy(update={"prompt": None, "messages": None})
-                payload = {"call": call.model_dump(mode="json")}
+            # the prompt is stored once, with the call (GET /tasks/{id}/nodes/{node_id});
+            # the event names the call instead of repeating it
+            payload = {"call": call.model_copy(update={"prompt": None, "messages": None})
+                       .model_dump(mode="json")}
             b.calls.append({
                 "task_id": tid, "id": call.id, "node_id": call.node_id, "role": call.role,
                 "model": call.model, "simulated": call.simulated, "prompt": call.prompt,

@@ -19,7 +19,8 @@ router = APIRouter(prefix="/tasks", tags=["events"])
 DESCRIPTION = """\
 The task's append-only event log. Every event has a per-task sequence number `seq` (gap-free,
 from 1) and a `type`: `node.created`, `node.updated` (`{"node": Node}`), `step`
-(`{"step": Step}`), `llm_call` (`{"call": LLMCall}`) and, last, `task.finished`
+(`{"step": Step}`), `llm_call` (`{"call": LLMCall}`; its `prompt` and `messages` are null: the prompt is stored
+once, with the call, and read with `GET /tasks/{id}/nodes/{node_id}`) and, last, `task.finished`
 (`{"status", "result", "error"}`).
 
 **Which format.** The same path serves two formats:

@@ -10,6 +10,7 @@ from fastapi.openapi.models import Example
 
 from adapt.service.submit import (
     IdempotencyConflict,
+    RateLimited,
     Submission,
     SubmissionInvalid,
     cancel_task,
@@ -88,6 +89,10 @@ CREATE_EXAMPLES: dict[str, Example] = {
         200: {"model": TaskPublic, "description": "Idempotent replay: the task created "
               "earlier with this Idempotency-Key"},
         409: {"model": Problem, "description": "Idempotency-Key reused with a different body"},
+        429: {"model": Problem, "description": "Too many active tasks or submissions for this "
+              "tenant; retry after `Retry-After` seconds",
+              "headers": {"Retry-After": {"schema": {"type": "integer"},
+                                          "description": "Seconds to wait"}}},
         413: {"model": Problem, "description": "Body larger than ADAPT_MAX_BODY_BYTES"},
     },
 )
@@ -118,6 +123,9 @@ async def create_task(
         )
     except SubmissionInvalid as exc:
         raise invalid_field(exc.field, exc.message) from None
+    except RateLimited as exc:
+        raise ProblemError(429, str(exc), slug="rate-limited",
+                           headers={"Retry-After": str(exc.retry_after)}) from None
     except IdempotencyConflict as exc:
         raise ProblemError(409, str(exc), slug="idempotency-conflict",
                            extra={"task_id": exc.task_id}) from None

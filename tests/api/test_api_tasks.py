@@ -23,7 +23,7 @@ FULL: dict[str, Any] = {
                  "patience": 5},
     "planner": {"model": "openai:llama3@http://127.0.0.1:11434/v1"},
     "budget": {"max_llm_calls": 50, "max_tokens": 10000, "max_cost_usd": 0.5,
-               "deadline_seconds": 60, "max_nodes": 20},
+               "deadline_seconds": 60, "max_nodes": 20, "max_prompt_chars": 50000},
     "monitor": {"enabled": False, "max_corrections": 2},
 }
 
