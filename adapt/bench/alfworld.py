@@ -23,6 +23,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import product
 from typing import Any
 
 from pydantic import BaseModel, Field
@@ -264,17 +265,11 @@ async def run_alfworld_bench_async(
     started = time.monotonic()
     records = list(await asyncio.gather(*(run(j) for j in jobs)))
     elapsed = time.monotonic() - started
-    entries = []
-    i = 0
-    for m in bench_models:
-        for p in profile_names:
-            for s in names:
-                for d in depths:
-                    for k in kinds:
-                        chunk = records[i : i + len(selected)]
-                        i += len(selected)
-                        entries.append(aggregate(chunk, model=m.info(), strategy=s, d_max=d,
-                                                 profile=p, executor=k))
+    n = len(selected)
+    combos = product(bench_models, profile_names, names, depths, kinds)  # the jobs' order
+    entries = [aggregate(records[i * n : (i + 1) * n], model=m.info(), strategy=s, d_max=d,
+                         profile=p, executor=k)
+               for i, (m, p, s, d, k) in enumerate(combos)]
     counts = Counter(g.task_type for g in selected)
     return ALFWorldBenchReport(
         split=split, task_type=None if task_types is None else ",".join(

@@ -31,6 +31,7 @@ import asyncio
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from itertools import product
 from typing import Any, get_args
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
@@ -332,17 +333,12 @@ async def run_bench_async(
     records = list(await asyncio.gather(*(run(j) for j in jobs)))
     elapsed = time.monotonic() - started
 
-    entries: list[ExecutorBenchEntry] = []
-    i = 0
-    for m in bench_models:
-        for p in profile_names:
-            for s in names:
-                for d in depths:
-                    for k in kinds:
-                        chunk = records[i : i + len(selected)]
-                        i += len(selected)
-                        entry = aggregate(chunk, model=m.info(), strategy=s, d_max=d, profile=p)
-                        entries.append(ExecutorBenchEntry(**entry.model_dump(), executor=k))
+    n = len(selected)
+    combos = product(bench_models, profile_names, names, depths, kinds)  # the jobs' order
+    entries = [
+        ExecutorBenchEntry(**aggregate(records[i * n : (i + 1) * n], model=m.info(), strategy=s,
+                                       d_max=d, profile=p).model_dump(), executor=k)
+        for i, (m, p, s, d, k) in enumerate(combos)]
 
     counts: dict[str, int] = {}
     for t in selected:
