@@ -54,7 +54,7 @@ def _p90(values: list[float]) -> float:
 def main() -> None:
     data = sys.argv[1] if len(sys.argv) > 1 else "../shared/data/intercode-bash"
     results = run(data)
-    print(f"prepare (already prepared: a check): {results['prepare'][0]['seconds']:.2f} s")
+    print(f"prepare: {results['prepare'][0]['seconds']:.2f} s (only a check when already prepared)")
     print(f"{'file system':<12} {'tasks':>5} {'reset':>8} {'execute':>8} {'submit':>8} "
           f"{'total med':>10} {'total p90':>10} {'total max':>10}  target")
     everything: list[float] = []
