@@ -23,7 +23,7 @@ from adapt.service.dispatch import Dispatcher
 from adapt.settings import Settings, get_settings
 from adapt.store import migrate
 from adapt.store.db import create_engine, session_factory
-from api import problems
+from api import openapi, problems
 from api.deps import KeysCache, check_text_inputs
 from api.middleware import BodyLimitMiddleware, CatchAllMiddleware
 from api.routes import environments, events, health, metrics, tasks, tree
@@ -116,6 +116,7 @@ def create_app(settings: Settings | None = None, *,
         keepalive_seconds=float(getattr(settings, "sse_keepalive_seconds", 15.0)),
     )
     problems.install(app)
+    openapi.install(app, settings)
     for module in (tasks, tree, events, environments, health, metrics):
         app.include_router(module.router)
     # outermost last: the body limit runs before anything reads the body

@@ -17,6 +17,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from adapt.errors import UserError
 
@@ -123,13 +124,13 @@ def validation_problem(request: Request, exc: RequestValidationError) -> dict[st
         pos = tuple(err.get("loc", ()))[1:2]
         where = f" at position {pos[0]}" if pos else ""
         detail = f"the request body is not valid JSON: {reason}{where}"
-        return problem_body(422, detail, slug="malformed-json", title="Malformed JSON",
+        return problem_body(400, detail, slug="malformed-json", title="Malformed JSON",
                             errors=[{"location": "body", "field": "(body)", "message": detail}])
     sent_body = isinstance(exc.body, bytes | bytearray) and bool(exc.body)
     if body_errors and sent_body and not _is_json(content_type):
         detail = ("the request body must be JSON sent with Content-Type: application/json "
                   f"(got {content_type or 'no Content-Type'})")
-        return problem_body(422, detail, slug="unsupported-content-type",
+        return problem_body(415, detail, slug="unsupported-content-type",
                             title="Body must be JSON",
                             errors=[{"location": "header", "field": "content-type",
                                      "message": detail}])
@@ -162,7 +163,7 @@ async def _validation_handler(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, RequestValidationError)
     body = validation_problem(request, exc)
     body["instance"] = request.url.path
-    return JSONResponse(body, status_code=422, media_type=PROBLEM_JSON)
+    return JSONResponse(body, status_code=int(body["status"]), media_type=PROBLEM_JSON)
 
 
 async def _http_handler(request: Request, exc: Exception) -> JSONResponse:
@@ -170,10 +171,28 @@ async def _http_handler(request: Request, exc: Exception) -> JSONResponse:
     detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
     if exc.status_code == 404 and detail == "Not Found":
         detail = f"no route {request.url.path}; see /docs for the API"
-    elif exc.status_code == 405:
-        detail = f"method {request.method} is not allowed on {request.url.path}"
-    return problem_response(exc.status_code, detail, headers=exc.headers,
+    headers = dict(exc.headers or {})
+    if exc.status_code == 405:
+        allowed = allowed_methods(request)
+        if allowed:
+            headers["Allow"] = ", ".join(allowed)
+        detail = (f"method {request.method} is not allowed on {request.url.path}; allowed: "
+                  f"{headers.get('Allow', '-')}")
+    return problem_response(exc.status_code, detail, headers=headers,
                             instance=request.url.path)
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """Every method some route serves on this path (Starlette's 405 names only the first
+    matching route's)."""
+    methods: set[str] = set()
+    for method in ("GET", "POST", "PUT", "PATCH", "DELETE"):
+        scope = {**request.scope, "method": method}
+        if any(route.matches(scope)[0] == Match.FULL for route in request.app.router.routes):
+            methods.add(method)
+    if "GET" in methods:
+        methods.add("HEAD")
+    return sorted(methods)
 
 
 async def _user_error_handler(request: Request, exc: Exception) -> JSONResponse:

@@ -45,12 +45,20 @@ class Problem(BaseModel):
 
 
 # -- tasks: create --------------------------------------------------------------------------
+# Request models are strict: `"d_max": true` or `"3"` is a 422, never silently coerced.
+STRICT = ConfigDict(extra="forbid", strict=True)
+
+
 class ExecutorCreate(ExecutorConfig):
+    model_config = STRICT
+
     model: str | None = Field(default=None, max_length=1000, description=_MODEL_SPEC_HELP,
                               examples=["sim:textcraft?capability=1", "openai:gpt-4o-mini"])
 
 
 class PlannerCreate(PlannerConfig):
+    model_config = STRICT
+
     model: str | None = Field(
         default=None, max_length=1000,
         description="Planner model spec; unset: the executor's model. " + _MODEL_SPEC_HELP,
@@ -58,10 +66,18 @@ class PlannerCreate(PlannerConfig):
     )
 
 
-class TaskCreate(BaseModel):
-    """A task to run. Unknown fields are rejected."""
+class MonitorCreate(MonitorConfig):
+    model_config = STRICT
 
-    model_config = ConfigDict(extra="forbid")
+
+class BudgetCreate(Budget):
+    model_config = STRICT
+
+
+class TaskCreate(BaseModel):
+    """A task to run. Unknown fields are rejected; types are strict (no coercion)."""
+
+    model_config = STRICT
 
     environment: str = Field(min_length=1, max_length=128, examples=["textcraft"],
                              description="A registered environment (see GET /environments).")
@@ -81,17 +97,19 @@ class TaskCreate(BaseModel):
         "decoding monitor; see docs/reproducing-the-papers.md). Settings given explicitly win.")
     executor: ExecutorCreate = Field(default_factory=ExecutorCreate)
     planner: PlannerCreate = Field(default_factory=PlannerCreate)
-    monitor: MonitorConfig = Field(
-        default_factory=MonitorConfig,
+    monitor: MonitorCreate = Field(
+        default_factory=MonitorCreate,
         description="The decoding monitor on the executor's and planner's output (on by default).")
-    budget: Budget = Field(default_factory=Budget)
+    budget: BudgetCreate = Field(default_factory=BudgetCreate)
     seed: int | None = Field(default=None, description="Passed to the models with every call.")
 
     def run_config(self) -> RunConfig:
         # exclude_unset: the profile fills in only what the user did not set
         return RunConfig(
-            strategy=self.strategy, d_max=self.d_max, seed=self.seed, budget=self.budget,
-            monitor=self.monitor, profile=self.profile,
+            strategy=self.strategy, d_max=self.d_max, seed=self.seed,
+            budget=Budget.model_validate(self.budget.model_dump(exclude_unset=True)),
+            monitor=MonitorConfig.model_validate(self.monitor.model_dump(exclude_unset=True)),
+            profile=self.profile,
             executor=ExecutorConfig.model_validate(
                 self.executor.model_dump(exclude={"model"}, exclude_unset=True)),
             planner=PlannerConfig.model_validate(

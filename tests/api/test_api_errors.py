@@ -72,25 +72,26 @@ async def test_bad_task_bodies_are_422_naming_the_field(
 
 
 @pytest.mark.parametrize(
-    ("content", "headers", "slug", "needle"),
+    ("content", "headers", "slug", "needle", "status"),
     [
         (b'{"environment": "textcraft",', {"content-type": "application/json"},
-         "malformed-json", "not valid JSON"),
+         "malformed-json", "not valid JSON", 400),
         (b"environment=textcraft", {"content-type": "application/x-www-form-urlencoded"},
-         "unsupported-content-type", "Content-Type: application/json"),
+         "unsupported-content-type", "Content-Type: application/json", 415),
         (json.dumps(OK).encode(), {"content-type": "text/plain"}, "unsupported-content-type",
-         "got text/plain"),
-        (b"", {"content-type": "application/json"}, "validation-error", "body is required"),
-        (b"[1, 2]", {"content-type": "application/json"}, "validation-error", "(body)"),
-        (b'"just a string"', {"content-type": "application/json"}, "validation-error", ""),
-        (b"\xff\xfe", {"content-type": "application/json"}, "malformed-json", ""),
+         "got text/plain", 415),
+        (b"", {"content-type": "application/json"}, "validation-error", "body is required", 422),
+        (b"[1, 2]", {"content-type": "application/json"}, "validation-error", "(body)", 422),
+        (b'"just a string"', {"content-type": "application/json"}, "validation-error", "", 422),
+        (b"\xff\xfe", {"content-type": "application/json"}, "malformed-json", "", 400),
     ],
 )
-async def test_malformed_bodies_are_422(
+async def test_malformed_bodies_are_problems(
     client: httpx.AsyncClient, app: FastAPI, content: bytes, headers: dict[str, str], slug: str,
-    needle: str,
+    needle: str, status: int,
 ) -> None:
-    body = problem(await client.post("/tasks", content=content, headers=headers), 422)
+    """Every body-parsing failure: 400 malformed-json; a non-JSON type: 415 (issue 14)."""
+    body = problem(await client.post("/tasks", content=content, headers=headers), status)
     assert body["type"].endswith(slug), body
     assert needle in body["detail"], body
     assert await count_rows(app) == 0
@@ -146,7 +147,7 @@ async def test_bad_last_event_id_is_422(client: httpx.AsyncClient) -> None:
                                     headers={"Last-Event-ID": value,
                                              "Accept": "text/event-stream"})
         body = problem(response, 422)
-        assert fields(body) == ["last-event-id"]
+        assert [f.lower() for f in fields(body)] == ["last-event-id"]
 
 
 async def test_bad_idempotency_key_is_422(client: httpx.AsyncClient, app: FastAPI) -> None:

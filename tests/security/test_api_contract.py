@@ -1,0 +1,51 @@
+"""Issue 14, "the API says what it does": strict types, one status per body-parsing failure,
+405 lists every allowed method, and the OpenAPI document matches (problem+json errors,
+400/413/415 documented, an optional security scheme while open, an integer Last-Event-ID)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.api.conftest import FakeDispatcher
+from tests.security.service import service
+
+QUEUED = {"broker_url": "redis://127.0.0.1:1/0"}
+
+
+@pytest.mark.parametrize(("body", "field"), [
+    ({"d_max": True}, "d_max"), ({"d_max": "3"}, "d_max"), ({"seed": "1"}, "seed"),
+    ({"budget": {"max_llm_calls": "5"}}, "budget.max_llm_calls"),
+    ({"executor": {"max_steps": 2.0}}, "executor.max_steps"),
+    ({"monitor": {"enabled": "yes"}}, "monitor.enabled"),
+])
+async def test_types_are_strict(database_url: str, body: dict[str, Any], field: str) -> None:
+    async with service(database_url, dispatcher=FakeDispatcher(), **QUEUED) as client:
+        response = await client.post("/tasks", json={"environment": "textcraft", **body})
+        assert response.status_code == 422, response.text
+        assert [e["field"] for e in response.json()["errors"]] == [field]
+
+
+async def test_405_lists_every_method_of_the_path(database_url: str) -> None:
+    async with service(database_url, dispatcher=FakeDispatcher(), **QUEUED) as client:
+        response = await client.delete("/tasks")
+        assert response.status_code == 405
+        assert response.headers["allow"] == "GET, HEAD, POST"
+        assert response.headers["content-type"] == "application/problem+json"
+
+
+@pytest.mark.parametrize(("mode", "optional"), [("auto", True), ("off", True), ("keys", False)])
+async def test_openapi_matches_behaviour(database_url: str, mode: str, optional: bool) -> None:
+    async with service(database_url, dispatcher=FakeDispatcher(), auth_mode=mode,
+                       **QUEUED) as client:
+        doc = (await client.get("/openapi.json")).json()
+    create = doc["paths"]["/tasks"]["post"]
+    for status in ("400", "401", "409", "413", "415", "422", "429"):
+        assert list(create["responses"][status]["content"]) == ["application/problem+json"]
+    assert "HTTPValidationError" not in doc["components"]["schemas"]
+    assert ({} in create["security"]) is optional
+    events = doc["paths"]["/tasks/{task_id}/events"]["get"]
+    header = next(p for p in events["parameters"] if p["name"] == "Last-Event-ID")
+    assert header["schema"]["anyOf"][0]["type"] == "integer"
+    assert "text/event-stream" in events["responses"]["200"]["content"]
