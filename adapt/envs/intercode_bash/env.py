@@ -40,6 +40,7 @@ from adapt.envs.intercode_bash.layers import Layers, default_cache_dir, load_pre
 from adapt.envs.intercode_bash.reward import reward as intercode_reward
 from adapt.envs.intercode_bash.sandbox import DEFAULT_TIMEOUT, CommandResult, Sandbox
 from adapt.envs.intercode_bash.settings import BashSettings
+from adapt.envs.registry import format_validation_errors
 from adapt.errors import InvalidConfig, UserError
 
 logger = logging.getLogger(__name__)
@@ -177,12 +178,8 @@ class InterCodeBash(BaseEnvironment):
         try:
             cfg = InterCodeBashConfig.model_validate(config)
         except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}"
-                for e in exc.errors()
-            )
-            raise InvalidConfig(f"intercode_bash: invalid environment_config: {problems}"
-                                ) from None
+            raise InvalidConfig("intercode_bash: invalid environment_config: "
+                                f"{format_validation_errors(exc)}") from None
         layers = self.layers(cfg.fs)
         if self._sandbox is not None:
             self._sandbox.close()
