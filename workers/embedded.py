@@ -15,7 +15,7 @@ import logging
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from adapt.service.execute import ServiceContext, execute_task
-from adapt.service.sweeper import release_leases
+from adapt.service.sweeper import reclaim_dead_leases, release_leases
 from adapt.settings import Settings
 from workers.sweeper import queued_grace, sweep_forever
 
@@ -58,12 +58,19 @@ class EmbeddedRunner:
             raise RuntimeError("EmbeddedRunner is closed")
         self._ctx = ServiceContext.create(self.settings, engine=self._engine)
         self._sem = asyncio.Semaphore(self.settings.concurrency)
-        self._sweeper = asyncio.create_task(sweep_forever(
-            self._ctx.sessions, self.dispatch, interval=self.settings.sweep_seconds,
-            grace=queued_grace(self.settings), first_grace=0.0,
-        ), name="adapt-embedded-sweeper")
+        self._sweeper = asyncio.create_task(self._sweep(), name="adapt-embedded-sweeper")
         log.info("embedded runner %s started (concurrency %d)", self._ctx.worker_id,
                  self.settings.concurrency)
+
+    async def _sweep(self) -> None:
+        ctx = self.ctx
+        try:  # leases of this host's dead processes (a crash of this server): resume now
+            await reclaim_dead_leases(ctx.sessions, ctx.worker_id)
+        except Exception:
+            log.warning("could not take back dead leases; they expire on their own",
+                        exc_info=True)
+        await sweep_forever(ctx.sessions, self.dispatch, interval=self.settings.sweep_seconds,
+                            grace=queued_grace(self.settings), first_grace=0.0)
 
     async def start(self) -> None:
         """Open the context and start the sweeper (whose first sweep dispatches every queued

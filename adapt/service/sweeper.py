@@ -16,6 +16,8 @@ re-dispatch is itself waiting in a backlog is dispatched again only after anothe
 from __future__ import annotations
 
 import logging
+import os
+import socket
 from collections.abc import Collection
 from datetime import datetime, timedelta
 
@@ -97,3 +99,47 @@ async def release_leases(
     if released:
         log.info("released %d lease(s) held by %s", len(released), owner)
     return released
+
+
+def owner_is_dead(owner: str, me: str, host: str) -> bool:
+    """Whether the lease owner ``<host>:<pid>:<suffix>`` (see ``default_worker_id``) is a
+    process of this host that no longer runs: its pid is gone, or it is our own pid with another
+    suffix (an earlier run of this server in the same container). Unknown: not dead."""
+    owner_host, _, rest = owner.partition(":")
+    pid_text, _, _ = rest.partition(":")
+    if owner_host != host or owner == me:
+        return False
+    try:
+        pid = int(pid_text)
+    except ValueError:
+        return False
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return True
+    except (PermissionError, OverflowError, ValueError):
+        return False
+    return False
+
+
+async def reclaim_dead_leases(sessions: async_sessionmaker[AsyncSession], me: str) -> list[str]:
+    """Expire, now, the leases held by dead processes of this host (e.g. this embedded server
+    before a crash), so their tasks resume at once instead of after the lease expiry."""
+    host = socket.gethostname()
+    async with sessions() as session:
+        rows = (await session.execute(
+            select(Task.id, Task.lease_owner).where(
+                Task.status == "running", Task.lease_owner.like(f"{host}:%"))
+        )).all()
+    dead: dict[str, list[str]] = {}
+    for task_id, owner in rows:
+        if owner and owner_is_dead(owner, me, host):
+            dead.setdefault(owner, []).append(str(task_id))
+    reclaimed: list[str] = []
+    for owner, ids in dead.items():
+        reclaimed += await release_leases(sessions, owner, ids)
+    if reclaimed:
+        log.info("took back %d lease(s) of dead processes on %s", len(reclaimed), host)
+    return reclaimed

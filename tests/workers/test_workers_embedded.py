@@ -5,16 +5,21 @@ PostgreSQL; the simulated model over HTTP where a task must take a while."""
 from __future__ import annotations
 
 import asyncio
+import os
+import socket
+import subprocess
+import sys
 import time
 from collections.abc import AsyncIterator, Callable
+from datetime import timedelta
 
 import pytest
-from sqlalchemy import func, select
+from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.settings import Settings
 from adapt.store.db import create_engine, session_factory
-from adapt.store.models import Task
+from adapt.store.models import Task, utcnow
 from tests.service.helpers import insert_task, task_row
 from tests.simserver import SimServer
 from tests.workers.support import http_spec, llm_call_count, wait_finished
@@ -144,3 +149,35 @@ async def test_concurrency_is_bounded(
         await asyncio.sleep(0.01)
     assert most == 2
     await runner.aclose()
+
+
+async def test_start_takes_back_the_leases_of_this_hosts_dead_processes(
+    database_url: str, sessions: async_sessionmaker[AsyncSession],
+) -> None:
+    """Issue 14: a task whose embedded server crashed resumes at once on restart, not after its
+    lease expires; a lease of a live process (or of another host) is left alone."""
+    host = socket.gethostname()
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    far = utcnow() + timedelta(hours=1)
+    owners = {"dead": f"{host}:{gone.pid}:abc123", "live": f"{host}:{os.getppid()}:abc123",
+              "elsewhere": f"another-host:{gone.pid}:abc123"}
+    ids: dict[str, str] = {}
+    for name, owner in owners.items():
+        ids[name] = await insert_task(sessions, config={"seed": 11})
+        async with sessions.begin() as session:
+            await session.execute(update(Task).where(Task.id == ids[name]).values(
+                status="running", attempt=1, lease_owner=owner, lease_expires_at=far,
+                started_at=utcnow()))
+    runner = EmbeddedRunner(settings(database_url, sweep_seconds=60))
+    await runner.start()
+    try:
+        rows = await wait_finished(sessions, [ids["dead"]], 60)
+        assert rows[ids["dead"]].status == "succeeded" and rows[ids["dead"]].attempt == 2
+        async with sessions() as session:
+            for name in ("live", "elsewhere"):
+                row = await session.get(Task, ids[name])
+                assert row is not None and row.status == "running"
+                assert row.lease_owner == owners[name]
+    finally:
+        await runner.aclose()
