@@ -8,7 +8,7 @@ import logging
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from pydantic import ValidationError
@@ -39,6 +39,20 @@ def _read_spec(value: str) -> str:
         except OSError as exc:
             raise UserError(f"cannot read the spec file {value!r}: {exc.strerror}") from None
     return value
+
+
+def _goal_into_config(env: str, env_config: dict[str, Any], goal: str | None) -> dict[str, Any]:
+    """``adapt run "craft beehive"``: an environment that can build a game from a goal (a
+    ``goal`` config field) gets it there when the config names no game itself."""
+    from adapt.envs import registry
+
+    if not goal or env_config.get("goal") or "seed" in env_config:
+        return env_config
+    try:
+        fields = registry.get(env).config_model.model_fields
+    except UserError:
+        return env_config  # run_local reports the unknown environment
+    return {**env_config, "goal": goal} if "goal" in fields else env_config
 
 
 @app.command()
@@ -99,6 +113,7 @@ def run(
     if models.notice:
         err.print(f"[yellow]note:[/] {models.notice}")
 
+    env_config = _goal_into_config(env, env_config, goal)
     out = Console()
     title = f"{env} · {strategy} · d_max {d_max} · profile {profile}"
     try:
@@ -118,6 +133,8 @@ def run(
             out.rule("result", style="dim")
             out.print(render_summary(result, models.names()))
     except UserError as exc:
+        if not as_json:
+            out.print()  # end the live view's last line before the error
         fail(str(exc))
     raise typer.Exit(0 if result.status == "succeeded" else 1)
 

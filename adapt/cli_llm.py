@@ -54,7 +54,7 @@ def llm_serve(
     """Serve a local GGUF model (llama.cpp) over an OpenAI-compatible HTTP API (/v1/completions,
     /v1/chat/completions, /v1/models). Requests are queued: one runs at a time.
 
-    Needs the extra: CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install -e ".[local]". Use it with
+    Needs the extra: CMAKE_ARGS="-DGGML_NATIVE=OFF" pip install -e ".\\[local]". Use it with
     --model 'openai-completions:smollm2@http://127.0.0.1:8080/v1'.
     """
     from pathlib import Path

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
 
 from adapt.errors import UserError
 from adapt.llm.guard import is_loopback_host
@@ -81,6 +82,28 @@ def serve(settings: Settings | None = None, host: str | None = None,
             raise UserError(f"the database has {len(todo)} pending migration(s) "
                             f"({', '.join(todo)}); run `adapt db upgrade` first")
     check_exposure(settings, bind_host, asyncio.run(_any_keys(settings)))
+    sock = bind_socket(bind_host, bind_port)  # before anything says the API is ready
     app = create_app(settings)
-    uvicorn.run(app, host=bind_host, port=bind_port, proxy_headers=False,
-                timeout_graceful_shutdown=10)
+    config = uvicorn.Config(app, host=bind_host, port=bind_port, proxy_headers=False,
+                            timeout_graceful_shutdown=10)
+    try:
+        uvicorn.Server(config).run(sockets=[sock])
+    finally:
+        sock.close()
+
+
+def bind_socket(host: str, port: int) -> socket.socket:
+    """A listening-ready socket bound to ``host:port``; ``UserError`` when it cannot be."""
+    name = host.strip("[]")
+    family = socket.AF_INET6 if ":" in name else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((name, port))
+    except OSError as exc:
+        sock.close()
+        raise UserError(f"cannot listen on {host}:{port}: {exc.strerror or exc}; is another "
+                        "server using that port? Choose another with --port "
+                        "(ADAPT_PORT)") from None
+    sock.set_inheritable(True)
+    return sock

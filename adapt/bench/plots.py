@@ -27,8 +27,8 @@ def require_matplotlib() -> type[Figure]:
     try:
         from matplotlib.figure import Figure
     except ImportError:
-        raise UserError("--plot needs matplotlib: pip install 'adapt[plot]' "
-                        "(or pip install matplotlib)") from None
+        raise UserError("--plot needs matplotlib: pip install matplotlib (or, in a checkout "
+                        "of this project, pip install -e '.[plot]')") from None
     return Figure
 
 

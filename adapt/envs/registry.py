@@ -25,7 +25,7 @@ from typing import Any, cast
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from adapt.envs.base import Environment
-from adapt.errors import InvalidConfig, UnknownEnvironment
+from adapt.errors import InvalidConfig, UnknownEnvironment, UserError
 
 logger = logging.getLogger(__name__)
 
@@ -120,6 +120,10 @@ def _problem(obj: object) -> str | None:
     return None
 
 
+#: environments whose optional dependencies are missing: name -> the import error (how to fix)
+_missing: dict[str, str] = {}
+
+
 def _build() -> dict[str, type[Environment]]:
     table: dict[str, type[Environment]] = {}
     claimed: dict[str, _Candidate] = {}
@@ -139,6 +143,17 @@ def _build() -> dict[str, type[Environment]]:
         claimed[candidate.name] = candidate
         try:
             obj = candidate.load()
+        except ImportError as exc:
+            if not getattr(exc, "optional_extra", False):
+                logger.warning("environment %r (%s, %s) failed to load and is left out: %s: %s",
+                               candidate.name, candidate.origin, candidate.target,
+                               type(exc).__name__, exc)
+                continue
+            # an optional extra that is not installed: said only when the environment is asked
+            # for (``get``), not on every command
+            _missing[candidate.name] = str(exc)
+            logger.debug("environment %r is not available: %s", candidate.name, exc)
+            continue
         except Exception as exc:
             logger.warning(
                 "environment %r (%s, %s) failed to load and is left out: %s: %s",
@@ -196,6 +211,8 @@ def get(name: str) -> type[Environment]:
     try:
         return table[name]
     except KeyError:
+        if name in _missing:
+            raise UserError(f"environment {name!r} is not available: {_missing[name]}") from None
         raise UnknownEnvironment(name, sorted(table)) from None
 
 

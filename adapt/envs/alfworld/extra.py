@@ -15,6 +15,9 @@ MODULES = ("alfworld", "textworld", "fast_downward", "tatsu")
 class MissingExtra(ImportError):
     """``alfworld`` / ``textworld[pddl]`` is not installed; the message says how to fix it."""
 
+    #: the registry says so only when the environment is asked for, not on every command
+    optional_extra = True
+
     def __init__(self, missing: str) -> None:
         super().__init__(
             f"the ALFWorld environment needs the optional extra 'alfworld' (not installed: "
