@@ -13,6 +13,7 @@ from typing import Annotated, Any, Literal, Protocol
 from pydantic import BaseModel, Field
 
 from adapt.engine.tree import LLMCall, Node, Step, TaskResult
+from adapt.llm.base import ChatResponse
 
 
 class NodeCreated(BaseModel):
@@ -31,8 +32,13 @@ class StepAppended(BaseModel):
 
 
 class LLMCallMade(BaseModel):
+    """An LLM call. Besides the tree's record (``call``) it carries what replay needs: the
+    request's fingerprint and the full response (not part of the event's JSON)."""
+
     type: Literal["llm_call"] = "llm_call"
     call: LLMCall
+    request_fingerprint: str = Field(default="", exclude=True)
+    response: ChatResponse | None = Field(default=None, exclude=True)
 
 
 class TaskFinished(BaseModel):

@@ -24,7 +24,15 @@ from adapt.engine.events import (
 from adapt.engine.tree import LLMCall, MonitorTotals, Node, Step, UsageTotals
 from adapt.envs.base import Environment
 from adapt.errors import BudgetError, CancelledByUser
-from adapt.llm.base import ChatModel, ChatRequest, ChatResponse, Usage
+from adapt.llm.base import (
+    ChatModel,
+    ChatRequest,
+    ChatResponse,
+    ScoringModel,
+    Usage,
+    scoring_request,
+)
+from adapt.llm.recording import request_fingerprint
 
 log = logging.getLogger(__name__)
 
@@ -147,38 +155,46 @@ class Run:
             cost_usd=cost,
             monitor=monitor,
         )
-        await self._record(call, node)
+        await self._record(call, node, request, response)
         return response
 
-    async def score(self, model: Any, node: Node, prompt: str,
+    async def score(self, model: ScoringModel, node: Node, prompt: str,
                     continuation: str) -> list[float] | None:
         """The token log-probabilities of ``continuation`` after ``prompt`` from a model that
-        can score text (``async score(prompt, continuation)``, e.g. PASS's choice between a
-        summary and the raw results). Checked and recorded like any call: role ``scorer``,
-        the scored text as the prompt, an empty completion, the continuation's token count as
-        completion tokens and the prompt's estimated (the scoring endpoint reports no usage)."""
+        can score text (``ScoringModel``, e.g. PASS's choice between a summary and the raw
+        results). Checked and recorded like any call: role ``scorer``, the scored text as the
+        prompt, an empty completion, the continuation's token count as completion tokens and
+        the prompt's estimated (the scoring endpoint reports no usage)."""
         await flush(self.sink)
         if await self._cancelled():
             raise CancelledByUser("cancelled by user")
         self.budget.check_call(self.usage)
         started = time.perf_counter()
+        # the call's number is taken as it starts, so concurrent scoring calls are numbered
+        # (and replayed) in the order they reach the model
+        self._calls += 1
+        call_id = self._calls
         logprobs: list[float] | None = await model.score(prompt, continuation)
         name = str(getattr(model, "name", "model"))
         simulated = bool(getattr(model, "simulated", False))
         usage = Usage(prompt_tokens=-(-len(prompt) // 4), completion_tokens=len(logprobs or ()),
                       estimated=True)
-        self._calls += 1
+        latency = time.perf_counter() - started
+        response = ChatResponse(text="", usage=usage, latency_s=latency, model=name,
+                                simulated=simulated, logprobs=logprobs)
         await self._record(LLMCall(
-            id=self._calls, node_id=node.id, role="scorer", model=name, simulated=simulated,
+            id=call_id, node_id=node.id, role="scorer", model=name, simulated=simulated,
             prompt=prompt + continuation, completion="", prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens, usage_estimated=True,
-            latency_s=time.perf_counter() - started,
-            cost_usd=self.price(name, usage, simulated)), node)
+            latency_s=latency, cost_usd=self.price(name, usage, simulated)), node,
+            scoring_request(prompt, continuation), response)
         return logprobs
 
-    async def _record(self, call: LLMCall, node: Node) -> None:
+    async def _record(self, call: LLMCall, node: Node, request: ChatRequest,
+                      response: ChatResponse) -> None:
         args = (call.prompt_tokens, call.completion_tokens, call.cost_usd)
         self.usage.add(*args)
         self.usage_by_role.setdefault(call.role, UsageTotals()).add(*args)
         node.usage.add(*args)
-        await self.sink.emit(LLMCallMade(call=call))
+        await self.sink.emit(LLMCallMade(call=call, request_fingerprint=request_fingerprint(
+            request), response=response))

@@ -71,6 +71,33 @@ class Environment(Protocol):
     def close(self) -> None: ...
 
 
+# -- optional capabilities: an environment has them by having the member -------------------
+@runtime_checkable
+class AsyncStepping(Protocol):
+    """Actions that can be awaited; a batch of them runs concurrently (the spec executor)."""
+
+    async def astep(self, action: str) -> StepResult: ...
+
+
+@runtime_checkable
+class ConcurrentActions(Protocol):
+    """``concurrent_actions = True``: independent actions may run in threads at once."""
+
+    concurrent_actions: ClassVar[bool]
+
+
+@runtime_checkable
+class AnswerChecking(Protocol):
+    """A final answer is checked by the action ``f"{answer_action} <answer>"`` (``None``: not)."""
+
+    answer_action: ClassVar[str | None]
+
+
+def answer_action(env: object) -> str | None:
+    """The environment's answer action, or ``None`` when it checks no answers."""
+    return env.answer_action if isinstance(env, AnswerChecking) else None
+
+
 class BaseEnvironment:
     """Convenience base class: prompt templates from package data, no-op close."""
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Literal, Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
@@ -28,6 +28,9 @@ class ChatRequest(BaseModel):
     temperature: float = 0.0
     seed: int | None = None
     role: str = "executor"  # who asks: executor, planner, reflection, ... (metadata only)
+    #: a scoring call (``ScoringModel.score``): the text whose log-probabilities after
+    #: ``prompt`` are asked for; ``None`` for a completion
+    continuation: str | None = None
 
     def as_prompt(self) -> str:
         if self.prompt is not None:
@@ -57,6 +60,8 @@ class ChatResponse(BaseModel):
     model: str = ""
     simulated: bool = False
     finish_reason: str | None = None
+    #: a scoring call's answer: the continuation's token log-probabilities (``None``: none)
+    logprobs: list[float] | None = None
 
 
 @runtime_checkable
@@ -67,3 +72,54 @@ class ChatModel(Protocol):
     simulated: bool
 
     async def complete(self, request: ChatRequest) -> ChatResponse: ...
+
+
+@runtime_checkable
+class ScoringModel(Protocol):
+    """A model that can score text: the token log-probabilities of ``continuation`` after
+    ``prompt`` (``None`` when it cannot tell). PASS's ``logprob`` rule needs one."""
+
+    async def score(self, prompt: str, continuation: str) -> list[float] | None: ...
+
+
+def can_score(model: object) -> bool:
+    return isinstance(model, ScoringModel)
+
+
+class WrapperModel:
+    """Base of model wrappers (recording, replay, ...): forwards everything to ``wrapped``.
+
+    Subclasses override what they change. Optional capabilities of the wrapped model stay
+    visible, and only those: an attribute the wrapper does not define is looked up on the
+    wrapped model, so ``can_score(wrapper)`` is ``can_score(wrapped)``. A subclass that changes
+    scoring defines ``wrap_score``; it is offered as ``score`` when the wrapped model scores.
+    """
+
+    def __init__(self, wrapped: ChatModel) -> None:
+        self.wrapped = wrapped
+        self.name: str = wrapped.name
+        self.simulated: bool = wrapped.simulated
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        return await self.wrapped.complete(request)
+
+    def can_score(self) -> bool:
+        """Whether this wrapper answers ``score`` (default: when the wrapped model does)."""
+        return can_score(self.wrapped)
+
+    def __getattr__(self, item: str) -> Any:
+        if item == "wrapped":  # not set yet (e.g. during unpickling): no recursion
+            raise AttributeError(item)
+        if item == "score":
+            if not self.can_score():
+                raise AttributeError(item)
+            own = getattr(type(self), "wrap_score", None)
+            if own is not None:
+                return own.__get__(self, type(self))
+        return getattr(self.wrapped, item)
+
+
+def scoring_request(prompt: str, continuation: str) -> ChatRequest:
+    """The request a scoring call is recorded and replayed as (role ``scorer``)."""
+    return ChatRequest(prompt=prompt, continuation=continuation, max_tokens=0,
+                       role="scorer")

@@ -1,8 +1,9 @@
 """Record every LLM call of a run, and replay a recording without paying for it again.
 
 ``RecordingModel`` wraps any ChatModel and appends each (request, response) pair to a
-``Recording`` (pydantic, JSON round-trippable), calling an optional callback per call so the
-service can persist it as it goes.
+``Recording`` (pydantic, JSON round-trippable), calling an optional callback per call. Scoring
+calls (``ScoringModel.score``) are calls too: recorded as a ``scorer`` request with the
+continuation, answered by a response holding the log-probabilities.
 
 ``ReplayModel`` answers from a recording in order, checking each incoming request against the
 recorded one (messages/prompt, stop, max_tokens, temperature, seed; not ``role``). A
@@ -22,11 +23,19 @@ from inspect import isawaitable
 from pydantic import BaseModel, Field
 
 from adapt.errors import ReplayDivergence
-from adapt.llm.base import ChatModel, ChatRequest, ChatResponse, Message
+from adapt.llm.base import (
+    ChatModel,
+    ChatRequest,
+    ChatResponse,
+    Message,
+    WrapperModel,
+    can_score,
+    scoring_request,
+)
 
 logger = logging.getLogger(__name__)
 
-_COMPARED = ("messages", "prompt", "stop", "max_tokens", "temperature", "seed")
+_COMPARED = ("messages", "prompt", "stop", "max_tokens", "temperature", "seed", "continuation")
 _SNIPPET = 60
 
 
@@ -36,6 +45,8 @@ def request_fingerprint(request: ChatRequest) -> str:
     Lets a store keep replay verification without keeping prompt text.
     """
     data = request.model_dump(mode="json", include=set(_COMPARED))
+    if data.get("continuation") is None:  # completions keep the fingerprint they always had
+        data.pop("continuation", None)
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -62,8 +73,8 @@ class Recording(BaseModel):
 OnRecord = Callable[[RecordedCall], Awaitable[None] | None]
 
 
-class RecordingModel:
-    """Passes calls to ``inner`` and records them (failed calls are not recorded)."""
+class RecordingModel(WrapperModel):
+    """Passes calls to ``wrapped`` and records them (failed calls are not recorded)."""
 
     def __init__(
         self,
@@ -71,21 +82,34 @@ class RecordingModel:
         on_record: OnRecord | None = None,
         recording: Recording | None = None,
     ) -> None:
-        self.inner = inner
-        self.name = inner.name
-        self.simulated = inner.simulated
+        super().__init__(inner)
         self.on_record = on_record
         self.recording = recording if recording is not None else Recording(model=inner.name)
 
+    @property
+    def inner(self) -> ChatModel:
+        return self.wrapped
+
     async def complete(self, request: ChatRequest) -> ChatResponse:
-        response = await self.inner.complete(request)
+        response = await self.wrapped.complete(request)
+        await self._record(request, response)
+        return response
+
+    async def wrap_score(self, prompt: str, continuation: str) -> list[float] | None:
+        logprobs: list[float] | None = await self.wrapped.score(  # type: ignore[attr-defined]
+            prompt, continuation)
+        response = ChatResponse(text="", model=self.name, simulated=self.simulated,
+                                logprobs=logprobs)
+        await self._record(scoring_request(prompt, continuation), response)
+        return logprobs
+
+    async def _record(self, request: ChatRequest, response: ChatResponse) -> None:
         call = RecordedCall(index=len(self.recording.calls), request=request, response=response)
         self.recording.calls.append(call)
         if self.on_record is not None:
             out = self.on_record(call)
             if isawaitable(out):
                 await out
-        return response
 
 
 def _snippet(text: str, at: int) -> str:
@@ -141,11 +165,12 @@ class ReplayCursor:
         self.position = 0
 
 
-class ReplayModel:
+class ReplayModel(WrapperModel):
     """Answers from ``recording`` in order, then from ``live`` (if given).
 
     ``replayed`` counts answers taken from the recording, ``live_calls`` those from ``live``.
-    Replayed responses keep their recorded usage and latency.
+    Replayed responses keep their recorded usage and latency. Scoring calls are replayed too
+    (``score`` is offered when ``live`` scores, or without ``live``).
     """
 
     def __init__(
@@ -155,6 +180,7 @@ class ReplayModel:
         name: str | None = None,
         cursor: ReplayCursor | None = None,
     ) -> None:
+        self.wrapped = live  # type: ignore[assignment]  # None: answers from the recording only
         self.recording = recording
         self.live = live
         self.cursor = cursor or ReplayCursor()
@@ -166,6 +192,9 @@ class ReplayModel:
         self.replayed = 0
         self.live_calls = 0
 
+    def can_score(self) -> bool:
+        return self.live is None or can_score(self.live)
+
     @property
     def position(self) -> int:
         """Index of the next call."""
@@ -176,31 +205,48 @@ class ReplayModel:
         """Recorded calls not replayed yet."""
         return len(self.recording.calls) - self.cursor.position
 
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        index = self.position
-        if self.cursor.position < len(self.recording.calls):
-            index = self.cursor.position
-            recorded = self.recording.calls[index]
-            if recorded.request is not None:
-                diffs = request_diff(recorded.request, request)
-            elif recorded.fingerprint != request_fingerprint(request):
-                diffs = ["request fingerprint differs (prompt, stop or sampling changed)"]
-            else:
-                diffs = []
-            if diffs:
+    def _replay(self, request: ChatRequest) -> ChatResponse | None:
+        """The recorded answer to ``request`` (``None``: the recording is exhausted)."""
+        if self.cursor.position >= len(self.recording.calls):
+            if self.live is None:
                 raise ReplayDivergence(
-                    f"replay diverged at call {index} (role {request.role!r}): "
-                    + "; ".join(diffs)
-                )
-            self.replayed += 1
-            self.cursor.position += 1
-            return recorded.response.model_copy(deep=True)
-        if self.live is None:
+                    f"recording exhausted after {len(self.recording.calls)} calls: call "
+                    f"{self.position} (role {request.role!r}) has no recorded answer and no "
+                    "live model is set")
+            if self.live_calls == 0:
+                logger.info("replay finished after %d calls; continuing live", self.replayed)
+            self.live_calls += 1
+            return None
+        index = self.cursor.position
+        recorded = self.recording.calls[index]
+        if recorded.request is not None:
+            diffs = request_diff(recorded.request, request)
+        elif recorded.fingerprint != request_fingerprint(request):
+            diffs = ["request fingerprint differs (prompt, stop or sampling changed)"]
+        else:
+            diffs = []
+        if diffs:
             raise ReplayDivergence(
-                f"recording exhausted after {len(self.recording.calls)} calls: call {index} "
-                f"(role {request.role!r}) has no recorded answer and no live model is set"
-            )
-        if self.live_calls == 0:
-            logger.info("replay finished after %d calls; continuing live", self.replayed)
-        self.live_calls += 1
-        return await self.live.complete(request)
+                f"replay diverged at call {index} (role {request.role!r}): " + "; ".join(diffs))
+        self.replayed += 1
+        self.cursor.position += 1
+        return recorded.response.model_copy(deep=True)
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        recorded = self._replay(request)
+        if recorded is not None:
+            return recorded
+        return await self._live().complete(request)
+
+    async def wrap_score(self, prompt: str, continuation: str) -> list[float] | None:
+        recorded = self._replay(scoring_request(prompt, continuation))
+        if recorded is not None:
+            return recorded.logprobs
+        logprobs: list[float] | None = await self._live().score(  # type: ignore[attr-defined]
+            prompt, continuation)
+        return logprobs
+
+    def _live(self) -> ChatModel:
+        if self.live is None:  # _replay raises first; kept for the type
+            raise ReplayDivergence("no live model is set")
+        return self.live

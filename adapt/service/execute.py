@@ -38,7 +38,7 @@ from adapt.settings import Settings
 from adapt.store.db import create_engine, session_factory
 from adapt.store.events import append_event
 from adapt.store.models import EventRow, LLMCallRow, Task, utcnow
-from adapt.store.sink import CallStash, DbSink
+from adapt.store.sink import DbSink
 
 log = logging.getLogger(__name__)
 
@@ -216,18 +216,16 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
         config = RunConfig.model_validate(task.run_config)
         validated = registry.validate_config(task.environment, task.environment_config)
         env = registry.create(task.environment)
-        stash = CallStash()
         cursor = ReplayCursor()
 
         def wrap(spec: str) -> ChatModel:
             live = ctx.load_model(spec)
-            return RecordingModel(ReplayModel(recording, live=live, cursor=cursor),
-                                  on_record=stash)
+            return RecordingModel(ReplayModel(recording, live=live, cursor=cursor))
 
         executor = wrap(task.executor_model)
         planner = executor if task.planner_model == task.executor_model else wrap(
             task.planner_model)
-        sink = DbSink(ctx.sessions, task_id, attempt, ctx.worker_id, stash=stash, skip=skip,
+        sink = DbSink(ctx.sessions, task_id, attempt, ctx.worker_id, skip=skip,
                       store_prompts=ctx.settings.store_prompts)
         if skip:
             log.info("task %s: resuming; replaying %d LLM calls and %d events", task_id,

@@ -16,7 +16,6 @@ a prefix of the engine's event stream.
 from __future__ import annotations
 
 import logging
-from collections import deque
 from typing import Any
 
 from sqlalchemy import insert, update
@@ -31,28 +30,12 @@ from adapt.engine.events import (
     TaskFinished,
 )
 from adapt.errors import LeaseLost
-from adapt.llm.base import ChatRequest, ChatResponse
-from adapt.llm.recording import RecordedCall, request_fingerprint
 from adapt.store.models import EventRow, LLMCallRow, NodeRow, StepRow, Task, utcnow
 from adapt.store.text import storable
 
 log = logging.getLogger(__name__)
 
 MAX_BUFFER = 64  # write early if a flush is this long in coming
-
-
-class CallStash:
-    """Receives (request, response) pairs from ``RecordingModel`` so the sink can persist the
-    response and request fingerprint that replay needs next to the engine's LLM-call record."""
-
-    def __init__(self) -> None:
-        self.pending: deque[tuple[ChatRequest | None, ChatResponse]] = deque()
-
-    def __call__(self, call: RecordedCall) -> None:
-        self.pending.append((call.request, call.response))
-
-    def pop(self) -> tuple[ChatRequest | None, ChatResponse | None]:
-        return self.pending.popleft() if self.pending else (None, None)
 
 
 class _Batch:
@@ -73,7 +56,6 @@ class DbSink:
         attempt: int,
         owner: str,
         *,
-        stash: CallStash,
         skip: int = 0,
         store_prompts: bool = True,
     ) -> None:
@@ -81,7 +63,6 @@ class DbSink:
         self.task_id = task_id
         self.attempt = attempt
         self.owner = owner
-        self.stash = stash
         self.skip = skip
         self.store_prompts = store_prompts
         self.ordinal = 0
@@ -90,15 +71,13 @@ class DbSink:
 
     async def emit(self, event: Event) -> None:
         self.ordinal += 1
-        request, response = self.stash.pop() if isinstance(event, LLMCallMade) else (None, None)
         if self.ordinal <= self.skip:
             return
-        self._add(event, request, response)
+        self._add(event)
         if isinstance(event, TaskFinished) or len(self._batch.events) >= MAX_BUFFER:
             await self.flush()
 
-    def _add(self, event: Event, request: ChatRequest | None,
-             response: ChatResponse | None) -> None:
+    def _add(self, event: Event) -> None:
         b, tid = self._batch, self.task_id
         payload = event.model_dump(mode="json", exclude={"type"})
         if isinstance(event, NodeCreated | NodeUpdated):
@@ -122,9 +101,9 @@ class DbSink:
                 "model": call.model, "simulated": call.simulated, "prompt": call.prompt,
                 "messages": {"messages": call.messages} if call.messages else None,
                 "stop": {"stop": call.stop},
-                "request_fingerprint": request_fingerprint(request) if request else "",
-                "response": (response.model_dump(mode="json") if response is not None
-                             else {"text": call.completion}),
+                "request_fingerprint": event.request_fingerprint,
+                "response": (event.response.model_dump(mode="json")
+                             if event.response is not None else {"text": call.completion}),
                 "completion": call.completion, "prompt_tokens": call.prompt_tokens,
                 "completion_tokens": call.completion_tokens,
                 "usage_estimated": call.usage_estimated, "latency_s": call.latency_s,

@@ -142,9 +142,9 @@ async def test_a_stale_attempt_cannot_write(database_url: str) -> None:
     assert task.lease_owner == "w2" and task.attempt == 2
     from adapt.engine.events import NodeUpdated
     from adapt.engine.tree import Node
-    from adapt.store.sink import CallStash, DbSink
+    from adapt.store.sink import DbSink
 
-    stale = DbSink(ctx1.sessions, task_id, 1, "w1", stash=CallStash())
+    stale = DbSink(ctx1.sessions, task_id, 1, "w1")
     await stale.emit(NodeUpdated(node=Node(id=1, goal="x")))  # buffered until the flush
     with pytest.raises(LeaseLost):
         await stale.flush()

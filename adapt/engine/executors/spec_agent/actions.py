@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import Literal
 
 from adapt.engine.spec.monitor import Monitor
-from adapt.envs.base import Environment, StepResult
+from adapt.envs.base import AsyncStepping, ConcurrentActions, Environment, StepResult
 
 ACTION_STATES = ("Act", "Act-Inp", "Act-Lbl")
 BatchMode = Literal["async", "threads", "sequential"]
@@ -66,10 +66,9 @@ def planned_actions(monitor: Monitor, text: str, start: int = 0) -> list[Planned
 
 
 def batch_mode(env: Environment) -> BatchMode:
-    astep = getattr(env, "astep", None)
-    if astep is not None and inspect.iscoroutinefunction(astep):
+    if isinstance(env, AsyncStepping) and inspect.iscoroutinefunction(env.astep):
         return "async"
-    if getattr(type(env), "concurrent_actions", False) is True:
+    if isinstance(env, ConcurrentActions) and env.concurrent_actions is True:
         return "threads"
     return "sequential"
 
@@ -78,18 +77,14 @@ async def run_batch(env: Environment, actions: Sequence[str]) -> tuple[list[Step
                                                                        BatchMode]:
     """Run ``actions`` (concurrently when the environment allows it); results in order."""
     mode = batch_mode(env)
-    if mode == "async" and len(actions) > 1:
-        astep = env.astep  # type: ignore[attr-defined]
-        results = await asyncio.gather(*(astep(a) for a in actions))
-        return list(results), mode
+    if mode == "async" and isinstance(env, AsyncStepping):
+        if len(actions) > 1:
+            return list(await asyncio.gather(*(env.astep(a) for a in actions))), mode
+        return [await env.astep(a) for a in actions], mode
     if mode == "threads" and len(actions) > 1:
         results = await asyncio.gather(*(asyncio.to_thread(env.step, a) for a in actions))
         return list(results), mode
-    out: list[StepResult] = []
-    for action in actions:
-        astep = getattr(env, "astep", None) if mode == "async" else None
-        out.append(await astep(action) if astep is not None else env.step(action))
-    return out, mode
+    return [env.step(a) for a in actions], mode
 
 
 def substitute(text: str, evidence: dict[str, str]) -> str:

@@ -46,7 +46,7 @@ from adapt.engine.spec.generate import Annotate, Generation, monitored_generate
 from adapt.engine.spec.model import Spec, StateDef, load_spec
 from adapt.engine.spec.monitor import Monitor, Segment
 from adapt.engine.tree import Step
-from adapt.envs.base import StepResult
+from adapt.envs.base import StepResult, answer_action
 from adapt.llm.base import ChatRequest, ChatResponse
 
 
@@ -111,10 +111,9 @@ class Trace:
         self.monitor = executor.monitor
         self.node = episode.node
         self.task = episode.task
-        answer_action = getattr(type(self.env), "answer_action", None)
         #: the final answer is submitted to the environment (its own task, not a sub-task)
-        self.answer_action: str | None = answer_action if self.node.goal == self.env.goal \
-            else None
+        self.answer_action: str | None = (answer_action(self.env)
+                                          if self.node.goal == self.env.goal else None)
         self.header = header(self.spec, self.env, self.monitor,
                              checkable=self.answer_action is not None)
         context = episode.context

@@ -21,12 +21,12 @@ by ``ExecutorConfig.pass_output``:
 
 from __future__ import annotations
 
-import asyncio
-import inspect
 import logging
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
+
+from adapt.llm.base import can_score
 
 log = logging.getLogger(__name__)
 
@@ -54,11 +54,6 @@ def normalized_score(logprobs: Sequence[float], alpha: float = ALPHA) -> float:
     """``sum(logprobs) / ((5 + n)^alpha / 6^alpha)``, n = the number of tokens."""
     penalty: float = ((5.0 + len(logprobs)) ** alpha) / (6.0 ** alpha)
     return float(sum(logprobs)) / penalty
-
-
-def can_score(model: Any) -> bool:
-    score = getattr(model, "score", None)
-    return score is not None and inspect.iscoroutinefunction(score)
 
 
 @dataclass(slots=True)
@@ -106,7 +101,9 @@ async def choose(setting: PassOutput, model: Any, context: str, summary: str,
     else:
         try:
             score: Scorer = scorer or model.score
-            s_lp, r_lp = await asyncio.gather(score(context, summary), score(context, raw))
+            # one after the other: recorded calls keep one order, so a resumed task replays them
+            s_lp = await score(context, summary)
+            r_lp = await score(context, raw)
         except Exception as exc:  # scoring is an optimisation: never fail the run for it
             log.warning("PASS: scoring the summary and raw results failed: %s", exc)
             s_lp, r_lp = None, None

@@ -14,7 +14,7 @@ import re
 
 from adapt.engine.spec.model import Spec, format_formula
 from adapt.engine.spec.monitor import Monitor
-from adapt.envs.base import Environment
+from adapt.envs.base import Environment, answer_action
 
 EXAMPLES = "spec_examples"
 
@@ -100,7 +100,7 @@ def instructions(spec: Spec, env: Environment, *, checkable: bool) -> str:
 def answer_instruction(env: Environment, *, checkable: bool) -> str:
     """How to write the final answer: just the answer when the environment checks it, else a
     self-assessment (``Task completed!`` / ``Task failed!``)."""
-    answer = getattr(type(env), "answer_action", None)
+    answer = answer_action(env)
     if checkable and answer:
         return (f"Your final answer is checked (as the action '{answer} <your answer>'): write "
                 "only the answer.")

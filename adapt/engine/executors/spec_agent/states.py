@@ -22,7 +22,7 @@ from adapt.engine.executors.spec_agent.actions import PlannedAction, run_batch, 
 from adapt.engine.executors.spec_agent.pass_output import choose, raw_results, summarizer_prompt
 from adapt.engine.executors.spec_agent.prompt import answer_instruction
 from adapt.engine.spec.model import StateDef
-from adapt.llm.base import ChatRequest
+from adapt.llm.base import ChatRequest, ScoringModel
 
 if TYPE_CHECKING:
     from adapt.engine.executors.spec_agent.executor import Trace
@@ -111,6 +111,8 @@ async def summarize(tr: Trace, state: StateDef) -> AsyncGenerator[Turn, None]:
     model = tr.run.executor_model
 
     async def scorer(prompt: str, continuation: str) -> list[float] | None:
+        if not isinstance(model, ScoringModel):
+            return None
         return await tr.run.score(model, tr.node, prompt, continuation)
 
     choice = await choose(cfg.pass_output, model, context, summary, raw, scorer)
