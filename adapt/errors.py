@@ -1,12 +1,13 @@
 """Every error the library raises, grouped by audience.
 
-- ``ModelVisibleError``: a bad action or malformed output. Recorded in the trajectory; the loop
-  goes on (the model sees the observation).
+- ``ModelVisibleError``: a model output the engine cannot use (a plan's execution order that
+  does not parse). Caught where it happens and shown to the model or recorded; the run goes on.
+  (A bad action is not an exception at all: it is the step's observation or ``Step.error``.)
 - ``BudgetError``: a per-task budget is exhausted. Ends the running branch; the task ends with
   status ``budget_exceeded``.
 - ``CancelledByUser``: the cancel callback said stop. The task ends with status ``cancelled``.
-- ``UserError``: misconfiguration (unknown environment, bad model spec, invalid config). The
-  message says how to fix it.
+- ``UserError``: misconfiguration (unknown environment, bad model spec, invalid config, an
+  unreadable behaviour specification). The message says how to fix it.
 - ``ProviderError``: the LLM provider failed after retries.
 """
 
@@ -19,11 +20,11 @@ class AdaptError(Exception):
 
 # -- errors the model should see -------------------------------------------------------------
 class ModelVisibleError(AdaptError):
-    """A bad action or malformed model output: recorded, and the loop goes on."""
+    """A model output the engine cannot use: recorded, and the run goes on."""
 
 
-class PlanParseError(ModelVisibleError):
-    """A plan whose structure cannot be used (e.g. no steps at all)."""
+class LogicSyntaxError(ModelVisibleError, ValueError):
+    """A plan's execution order that does not parse (unbalanced parentheses, stray words)."""
 
 
 # -- budget errors: end the branch -----------------------------------------------------------
@@ -61,6 +62,10 @@ class InvalidConfig(UserError):
 
 class ModelSpecError(UserError):
     """A model spec string that cannot be parsed or names an unknown backend."""
+
+
+class SpecSyntaxError(UserError):
+    """A behaviour specification that cannot be read or does not describe a valid agent."""
 
 
 class RealModelRefused(UserError):

@@ -58,10 +58,10 @@ class BudgetTracker:
         self.check_deadline()
 
     def check_deadline(self) -> None:
+        deadline = self.budget.deadline_seconds
         remaining = self.remaining_seconds()
-        if remaining is not None and remaining <= 0:
-            assert self.budget.deadline_seconds is not None
-            raise BudgetError("deadline_seconds", self.budget.deadline_seconds, self.elapsed())
+        if deadline is not None and remaining is not None and remaining <= 0:
+            raise BudgetError("deadline_seconds", deadline, self.elapsed())
 
     def check_prompt(self, chars: int) -> None:
         limit = self.budget.max_prompt_chars

@@ -1,10 +1,24 @@
-"""LLM backends: the ChatModel protocol, OpenAI-compatible clients, specs, pricing, replay."""
+"""LLM backends: the ChatModel protocol, OpenAI-compatible clients, specs, pricing, replay.
+
+The OpenAI client, the model specs and pricing are imported on first use (``import adapt.llm``
+does not import ``openai``), so the engine's modules stay quick to import.
+"""
 
 from __future__ import annotations
 
-from adapt.llm.base import ChatModel, ChatRequest, ChatResponse, Message, Usage
-from adapt.llm.openai_backend import ClientPool, OpenAIChatModel, OpenAICompletionModel
-from adapt.llm.pricing import Pricing, cost
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from adapt.llm.base import (
+    ChatModel,
+    ChatRequest,
+    ChatResponse,
+    Message,
+    ScoringModel,
+    Usage,
+    WrapperModel,
+    can_score,
+)
 from adapt.llm.recording import (
     RecordedCall,
     Recording,
@@ -13,7 +27,33 @@ from adapt.llm.recording import (
     ReplayModel,
     request_fingerprint,
 )
-from adapt.llm.spec import ModelSpec, is_simulated, load_model, parse_model_spec
+
+if TYPE_CHECKING:
+    from adapt.llm.openai_backend import ClientPool, OpenAIChatModel, OpenAICompletionModel
+    from adapt.llm.pricing import Pricing, cost
+    from adapt.llm.spec import ModelSpec, is_simulated, load_model, parse_model_spec
+
+_LAZY = {
+    "ClientPool": "adapt.llm.openai_backend",
+    "OpenAIChatModel": "adapt.llm.openai_backend",
+    "OpenAICompletionModel": "adapt.llm.openai_backend",
+    "Pricing": "adapt.llm.pricing",
+    "cost": "adapt.llm.pricing",
+    "ModelSpec": "adapt.llm.spec",
+    "is_simulated": "adapt.llm.spec",
+    "load_model": "adapt.llm.spec",
+    "parse_model_spec": "adapt.llm.spec",
+}
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'adapt.llm' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
 
 __all__ = [
     "ChatModel",
@@ -30,7 +70,10 @@ __all__ = [
     "RecordingModel",
     "ReplayCursor",
     "ReplayModel",
+    "ScoringModel",
     "Usage",
+    "WrapperModel",
+    "can_score",
     "cost",
     "is_simulated",
     "load_model",

@@ -114,23 +114,21 @@ def parse_price_overrides(text: str | None) -> dict[str, Price]:
         raise InvalidConfig(f"price overrides must be a JSON object; {example}")
     out: dict[str, Price] = {}
     for name, value in data.items():
-        pair: list[object]
+        given: list[object]
         if isinstance(value, dict):
-            pair = [value.get("prompt"), value.get("completion")]
+            given = [value.get("prompt"), value.get("completion")]
         elif isinstance(value, list):
-            pair = list(value)
+            given = list(value)
         else:
-            pair = []
-        if len(pair) != 2 or not all(
-            isinstance(v, int | float) and not isinstance(v, bool) and v >= 0 for v in pair
-        ):
+            given = []
+        pair = [float(v) for v in given if isinstance(v, int | float) and not isinstance(v, bool)
+                and v >= 0]
+        if len(given) != 2 or len(pair) != 2:
             raise InvalidConfig(
                 f"price for {name!r} must be two non-negative numbers [prompt, completion], "
                 f"got {value!r}; {example}"
             )
-        prompt, completion = pair
-        assert isinstance(prompt, int | float) and isinstance(completion, int | float)
-        out[str(name)] = (float(prompt), float(completion))
+        out[str(name)] = (pair[0], pair[1])
     return out
 
 

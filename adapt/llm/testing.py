@@ -71,7 +71,9 @@ class FunctionModel:
         self.requests.append(request)
         out = self.fn(request)
         text = await out if isawaitable(out) else out
-        assert isinstance(text, str)
+        if not isinstance(text, str):
+            raise TypeError(f"FunctionModel {self.name!r}: the reply function returned "
+                            f"{type(text).__name__}, not str")
         return _response(self.name, request, text)
 
     @property

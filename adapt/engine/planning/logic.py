@@ -20,6 +20,7 @@ from lark import Lark, Token, Transformer
 from lark.exceptions import LarkError
 
 from adapt.engine.tree import LogicExpr, LogicGroup, StepRef
+from adapt.errors import LogicSyntaxError as LogicSyntaxError  # raised by parse()
 
 _GRAMMAR = r"""
 ?start: expr
@@ -34,10 +35,6 @@ _OR.2: /or/i
 %import common.WS
 %ignore WS
 """
-
-
-class LogicSyntaxError(ValueError):
-    """The expression does not parse (unbalanced parentheses, stray words, ...)."""
 
 
 class _Build(Transformer[Token, LogicExpr]):

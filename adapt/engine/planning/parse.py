@@ -14,6 +14,7 @@ import re
 
 from adapt.engine.planning import logic
 from adapt.engine.tree import Plan
+from adapt.errors import LogicSyntaxError
 
 _STEP_LINE = re.compile(r"^\s*(?:[-*]\s*)?step\s*(\d+)\s*[:.)-]\s*(.*\S)\s*$", re.IGNORECASE)
 _ORDER = re.compile(r"execution\s+order\s*:", re.IGNORECASE)
@@ -52,7 +53,7 @@ def parse_plan(raw: str) -> Plan:
     try:
         parsed = logic.parse(order_line)
         expression = logic.renumber(parsed, numbers)
-    except logic.LogicSyntaxError as exc:
+    except LogicSyntaxError as exc:
         warnings.append(
             f"could not parse Execution Order {order_line!r} ({exc}); running all steps in "
             "order (AND)"

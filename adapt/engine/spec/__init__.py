@@ -7,7 +7,7 @@ validates text and gives the correction. See docs/agent-specs.md.
 
 from adapt.engine.spec.model import BUILTINS, Op, Spec, StateDef, available_builtins, load_spec
 from adapt.engine.spec.monitor import CheckResult, Monitor, common_prefix
-from adapt.engine.spec.sexpr import SpecSyntaxError
+from adapt.errors import SpecSyntaxError
 
 __all__ = ["BUILTINS", "CheckResult", "Monitor", "Op", "Spec", "SpecSyntaxError", "StateDef",
            "available_builtins", "common_prefix", "load_spec"]

@@ -35,7 +35,8 @@ def _build(nfa: _NFA, formula: Formula) -> tuple[int, int]:
     if isinstance(formula, str):
         nfa.moves[entry].setdefault(formula, set()).add(exit_)
         return entry, exit_
-    assert isinstance(formula, Op)
+    if not isinstance(formula, Op):
+        raise TypeError(f"a behaviour formula is a state name or an Op, not {formula!r}")
     parts = [_build(nfa, arg) for arg in formula.args]
     if formula.op == "next":
         nfa.eps[entry].add(parts[0][0])

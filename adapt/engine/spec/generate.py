@@ -163,5 +163,6 @@ async def monitored_generate(
             return Generation(generated, result, "length", tally, responses)
         finish: Finish = "awaiting" if result.awaiting and not result.complete else "complete"
         return Generation(generated, result, finish, tally, responses)
-    assert last_check is not None
+    if last_check is None:  # max_chunks < 1: nothing was generated
+        last_check = monitor.check(trace + generated)
     return Generation(generated, last_check, "max_chunks", tally, responses)

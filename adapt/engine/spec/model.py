@@ -40,7 +40,7 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_valida
 
 from adapt.engine.spec import sexpr
 from adapt.engine.spec.fsm import FSM, compile_formula
-from adapt.engine.spec.sexpr import SpecSyntaxError
+from adapt.errors import SpecSyntaxError
 
 OpName = Literal["next", "until", "or"]
 _NAME = re.compile(r"^[A-Za-z][A-Za-z0-9_-]*$")

@@ -8,11 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adapt.errors import UserError
-
-
-class SpecSyntaxError(UserError):
-    """A specification that cannot be read or does not describe a valid agent."""
+from adapt.errors import SpecSyntaxError
 
 
 @dataclass(frozen=True, slots=True)
