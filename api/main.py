@@ -23,7 +23,7 @@ from adapt.service.dispatch import Dispatcher
 from adapt.settings import Settings, get_settings
 from adapt.store import migrate
 from adapt.store.db import create_engine, session_factory
-from api import openapi, problems
+from api import docs, openapi, problems
 from api.deps import KeysCache, check_text_inputs
 from api.middleware import BodyLimitMiddleware, CatchAllMiddleware
 from api.routes import environments, events, health, metrics, tasks, tree
@@ -107,6 +107,8 @@ def create_app(settings: Settings | None = None, *,
         description=DESCRIPTION,
         lifespan=lifespan,
         dependencies=[Depends(check_text_inputs)],
+        docs_url=None,  # served from local files below: /docs works offline
+        redoc_url=None,
     )
     app.state.settings = settings
     app.state.given_dispatcher = dispatcher
@@ -117,6 +119,7 @@ def create_app(settings: Settings | None = None, *,
     )
     problems.install(app)
     openapi.install(app, settings)
+    docs.install(app)
     for module in (tasks, tree, events, environments, health, metrics):
         app.include_router(module.router)
     # outermost last: the body limit runs before anything reads the body

@@ -49,3 +49,14 @@ async def test_openapi_matches_behaviour(database_url: str, mode: str, optional:
     header = next(p for p in events["parameters"] if p["name"] == "Last-Event-ID")
     assert header["schema"]["anyOf"][0]["type"] == "integer"
     assert "text/event-stream" in events["responses"]["200"]["content"]
+
+
+async def test_docs_are_served_by_the_app_without_a_cdn(database_url: str) -> None:
+    async with service(database_url, dispatcher=FakeDispatcher(), **QUEUED) as client:
+        page = await client.get("/docs")
+        assert page.status_code == 200
+        assert "cdn" not in page.text.lower() and "https://" not in page.text
+        for asset in ("swagger-ui-bundle.js", "swagger-ui.css"):
+            assert f"/docs/static/{asset}" in page.text
+            served = await client.get(f"/docs/static/{asset}")
+            assert served.status_code == 200 and len(served.content) > 10_000
