@@ -59,11 +59,22 @@ async def event_stream(
                 return
             rows = (await events_after(session, task_id, last, options.batch)
                     if progress.last_seq > last else [])
+        if rows and await is_disconnected():
+            return  # the client went away: write nothing more
+        # one write per batch: a client that stops reading (`| head`) costs one failed
+        # write, not one per event
+        chunk: list[str] = []
+        finished = False
         for row in rows:
-            yield format_event(row)
+            chunk.append(format_event(row))
             last = row.seq
             if row.type == FINISHED_EVENT:
-                return
+                finished = True
+                break
+        if chunk:
+            yield "".join(chunk)
+        if finished:
+            return
         if rows:
             quiet_since = time.monotonic()
             if len(rows) == options.batch:
