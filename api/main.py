@@ -23,7 +23,7 @@ from adapt.service.dispatch import Dispatcher
 from adapt.settings import Settings, get_settings
 from adapt.store import migrate
 from adapt.store.db import create_engine, session_factory
-from api import docs, openapi, problems
+from api import docs, openapi, problems, ui
 from api.deps import KeysCache, check_text_inputs
 from api.middleware import BodyLimitMiddleware, CatchAllMiddleware
 from api.routes import environments, events, health, metrics, tasks, tree
@@ -122,6 +122,7 @@ def create_app(settings: Settings | None = None, *,
     docs.install(app)
     for module in (tasks, tree, events, environments, health, metrics):
         app.include_router(module.router)
+    ui.install(app)
     # outermost last: the body limit runs before anything reads the body
     app.add_middleware(CatchAllMiddleware)
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)

@@ -96,6 +96,7 @@ async def list_tasks(
     *,
     status: str | None = None,
     environment: str | None = None,
+    strategy: str | None = None,
     cursor: str | None = None,
     limit: int = 20,
 ) -> TaskPage:
@@ -106,6 +107,8 @@ async def list_tasks(
         stmt = stmt.where(Task.status == status)
     if environment is not None:
         stmt = stmt.where(Task.environment == environment)
+    if strategy is not None:
+        stmt = stmt.where(Task.strategy == strategy)
     if after is not None:
         created_at, task_id = after
         stmt = stmt.where(or_(

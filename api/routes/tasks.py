@@ -151,13 +151,16 @@ async def list_tasks(
     environment: Annotated[str | None, Query(max_length=128,
                                              description="Only tasks of this environment.")]
     = None,
+    strategy: Annotated[str | None, Query(max_length=64,
+                                          description="Only tasks run with this strategy.")]
+    = None,
     cursor: Annotated[str | None, Query(
         max_length=512, description="next_cursor of the previous page (opaque).")] = None,
     limit: Annotated[int, Query(ge=1, le=100, description="Page size.")] = 20,
 ) -> TaskList:
     try:
         page = await queries.list_tasks(session, tenant, status=status, environment=environment,
-                                        cursor=cursor, limit=limit)
+                                        strategy=strategy, cursor=cursor, limit=limit)
     except queries.InvalidCursor as exc:
         raise invalid_field("cursor", str(exc), location="query") from None
     return TaskList(items=[TaskPublic.from_row(t) for t in page.items],

@@ -150,6 +150,16 @@ async def test_list_filters_by_status_and_environment(client: httpx.AsyncClient)
     assert len(every["items"]) == 2
 
 
+async def test_list_filters_by_strategy(client: httpx.AsyncClient) -> None:
+    adapt = await create(client)
+    react = await create(client, {"environment": "textcraft", "environment_config": {"seed": 3},
+                                  "strategy": "react"})
+    only = (await client.get("/tasks", params={"strategy": "react"})).json()
+    assert [t["id"] for t in only["items"]] == [react["id"]]
+    both = (await client.get("/tasks", params={"strategy": "adapt", "status": "queued"})).json()
+    assert [t["id"] for t in both["items"]] == [adapt["id"]]
+
+
 async def test_idempotency_same_body_same_task_different_body_409(
     client: httpx.AsyncClient, app: FastAPI
 ) -> None:

@@ -1,0 +1,139 @@
+// The node detail panel: GET /tasks/{id}/nodes/{node_id}, shown beside the tree (over it in a
+// narrow window). Deep link: /ui/tasks/{id}?node={node_id}.
+
+import { api, curl } from "./api.js";
+import { claimOf } from "./tree.js";
+import { el, put, fmtBool, fmtCost, fmtReward, fmtSeconds, statusBadge } from "./util.js";
+import { copyButton, problemBox } from "./widgets.js";
+
+function section(title, ...content) {
+  return el("section", { class: "panel-section" }, el("h3", { text: title }), ...content);
+}
+
+function pre(text, cls = "") {
+  return el("pre", { class: `text ${cls}`, text: text ?? "" });
+}
+
+function details(summary, body, open = false) {
+  return el("details", { open }, el("summary", { text: summary }), body);
+}
+
+function facts(pairs) {
+  const dl = el("dl", { class: "facts" });
+  for (const [k, v] of pairs) dl.append(el("dt", { text: k }), el("dd", {}, v));
+  return dl;
+}
+
+function verdictText(node) {
+  if (node.verified !== undefined && node.verified !== null) return fmtBool(node.verified);
+  if (node.verdict !== undefined && node.verdict !== null) {
+    return typeof node.verdict === "object" ? JSON.stringify(node.verdict) : String(node.verdict);
+  }
+  return null;
+}
+
+function renderSteps(steps) {
+  if (!steps.length) return el("p", { class: "muted", text: "No executor steps." });
+  const list = el("ol", { class: "steps" });
+  for (const step of steps) {
+    const item = el("li", { class: `step step-${step.kind}` });
+    item.append(el("div", { class: "step-head" },
+      el("span", { class: `step-kind kind-${step.kind}`, text: step.kind }),
+      el("span", { class: "muted", text: `#${step.index}` }),
+      step.reward ? el("span", { class: "reward", text: `reward ${fmtReward(step.reward)}` }) : null,
+      step.done ? el("span", { class: "badge", text: "done" }) : null,
+      step.error ? el("span", { class: "status status-failed", text: "error" }) : null));
+    item.append(pre(step.text || step.raw, "step-text"));
+    if (step.kind === "action" || step.observation) {
+      item.append(el("div", { class: "observation-label muted", text: "observation" }),
+        pre(step.observation, "observation"));
+    }
+    if (step.error) item.append(pre(step.error, "error-text"));
+    list.append(item);
+  }
+  return list;
+}
+
+function renderPlan(plan) {
+  if (!plan) return el("p", { class: "muted", text: "Not decomposed." });
+  const parsed = el("div");
+  if (plan.logic) parsed.append(facts([["execution order", el("code", { text: String(plan.logic) })]]));
+  if (plan.steps?.length) {
+    const list = el("ol", { class: "plan-steps" });
+    for (const step of plan.steps) list.append(el("li", { text: typeof step === "string" ? step : JSON.stringify(step) }));
+    parsed.append(list);
+  }
+  const extra = Object.fromEntries(Object.entries(plan).filter(([k]) => !["raw", "steps", "logic"].includes(k)));
+  return el("div", {},
+    el("h4", { text: "parsed" }), parsed,
+    Object.keys(extra).length ? details("other plan fields", pre(JSON.stringify(extra, null, 2))) : null,
+    details("raw planner output", pre(plan.raw ?? "")));
+}
+
+function renderCall(call) {
+  const monitor = call.monitor;
+  const corrections = monitor ? (monitor.corrections ?? monitor.violations ?? 0) : 0;
+  const box = el("article", { class: "call", dataset: { callId: call.id } });
+  box.append(el("div", { class: "call-head" },
+    el("span", { class: `role role-${call.role}`, text: call.role }),
+    el("span", { class: "model", text: call.model + (call.simulated ? " (simulated)" : "") }),
+    el("span", { class: "muted", text:
+      `${call.prompt_tokens}+${call.completion_tokens} tok${call.usage_estimated ? " (est.)" : ""} · ` +
+      `${fmtSeconds(call.latency_s)} · ${fmtCost(call.cost_usd)}` }),
+    corrections ? el("span", { class: "badge warn", text: `monitor: ${corrections} correction(s)` }) : null));
+  const prompt = call.messages?.length
+    ? call.messages.map((m) => `[${m.role}]\n${m.content}`).join("\n\n")
+    : (call.prompt ?? "(prompt not stored)");
+  box.append(details(`prompt (${prompt.length} chars)`, pre(prompt, "prompt")));
+  box.append(el("div", { class: "muted label", text: "completion" }), pre(call.completion, "completion"));
+  if (monitor) box.append(details("decoding monitor", pre(JSON.stringify(monitor, null, 2))));
+  return box;
+}
+
+export async function renderNodePanel(container, taskId, nodeId, { onClose, signal } = {}) {
+  const path = `/tasks/${encodeURIComponent(taskId)}/nodes/${nodeId}`;
+  let node;
+  try {
+    node = await api(path, { signal });
+  } catch (error) {
+    if (signal?.aborted) return;
+    container.replaceChildren(problemBox(error));
+    return;
+  }
+  if (signal?.aborted) return;
+  const close = el("button", { class: "close", type: "button", "aria-label": "Close node panel",
+    text: "✕", onclick: () => onClose && onClose() });
+  const head = el("header", { class: "panel-head" },
+    el("h2", { id: "panel-title", text: `Node ${node.id}` }),
+    copyButton(() => curl(path)), close);
+  const verdict = verdictText(node);
+  const parts = [
+    head,
+    el("p", { class: "node-goal", text: node.goal }),
+    facts([
+      ["status", statusBadge(node.status)],
+      ["kind", node.kind === "group" ? `${node.kind} (${(node.logic || "").toUpperCase()})` : node.kind],
+      ["depth", String(node.depth)],
+      ["executor claim", fmtBool(claimOf(node))],
+      ...(verdict !== null ? [["verified", verdict]] : []),
+      ["success", fmtBool(node.success)],
+      ["reward", fmtReward(node.reward)],
+      ["termination", node.termination ?? "–"],
+      ["LLM calls", String(node.usage?.llm_calls ?? 0)],
+      ["tokens", `${node.usage?.prompt_tokens ?? 0} + ${node.usage?.completion_tokens ?? 0}`],
+      ["cost", fmtCost(node.usage?.cost_usd)],
+      ...(node.error ? [["error", node.error]] : []),
+    ]),
+    section(`Trajectory (${node.steps.length} steps)`, renderSteps(node.steps)),
+    section("Plan", renderPlan(node.plan)),
+    section(`LLM calls (${node.llm_calls.length})`,
+      node.llm_calls.length ? el("div", {}, node.llm_calls.map(renderCall))
+        : el("p", { class: "muted", text: "No LLM calls at this node." })),
+    section("Context",
+      el("h4", { text: "in" }), pre(node.context_in ?? "(none)"),
+      el("h4", { text: "out" }), pre(node.context_out ?? "(none)")),
+  ];
+  put(container, parts);
+  container.dataset.nodeId = String(node.id);
+  container.dataset.status = node.status;
+}

@@ -1,0 +1,100 @@
+// The tasks list, /ui: newest first, cursor pages, filters, live status (re-polled while open).
+
+import { api, curl } from "./api.js";
+import { duration, el, put, fmtCost, fmtInt, fmtReward, fmtSeconds, go, link, statusBadge, tokens } from "./util.js";
+import { copyButton, problemBox } from "./widgets.js";
+
+const STATUSES = ["queued", "running", "succeeded", "failed", "cancelled", "budget_exceeded", "error"];
+const POLL_MS = 2000;
+
+function query(params) {
+  const q = new URLSearchParams();
+  for (const key of ["status", "environment", "strategy", "cursor"]) {
+    if (params.get(key)) q.set(key, params.get(key));
+  }
+  return q;
+}
+
+export async function tasksPage(main, params, signal) {
+  const q = query(params);
+  const apiPath = () => {
+    const p = new URLSearchParams(q);
+    p.set("limit", "25");
+    return `/tasks?${p}`;
+  };
+  const select = (name, options) => {
+    const s = el("select", { id: `filter-${name}`, name });
+    s.append(el("option", { value: "", text: "any" }));
+    for (const o of options) s.append(el("option", { value: o, text: o, selected: params.get(name) === o }));
+    return s;
+  };
+  let envs = [];
+  let strategies = [];
+  try {
+    const info = await api("/environments", { signal });
+    envs = info.items.map((e) => e.name);
+    strategies = info.strategies;
+  } catch { /* the list below shows the problem */ }
+  const form = el("form", { class: "filters", role: "search", "aria-label": "Filter tasks" },
+    el("label", {}, "status ", select("status", STATUSES)),
+    el("label", {}, "environment ", select("environment", envs)),
+    el("label", {}, "strategy ", select("strategy", strategies)));
+  form.addEventListener("change", () => {
+    const next = new URLSearchParams();
+    for (const s of form.querySelectorAll("select")) if (s.value) next.set(s.name, s.value);
+    go(`/ui${next.size ? "?" + next : ""}`);
+  });
+  const table = el("div", { class: "table-wrap" });
+  const pager = el("nav", { class: "pager", "aria-label": "Pages" });
+  main.replaceChildren(
+    el("div", { class: "title-line" }, el("h1", { text: "Tasks" }), el("span", { class: "spacer" }),
+      copyButton(() => curl(apiPath())), link("/ui/new", "New task", { class: "button primary" })),
+    form, table, pager);
+
+  let timer = null;
+  const load = async () => {
+    let page;
+    try {
+      page = await api(apiPath(), { signal });
+    } catch (error) {
+      if (!signal.aborted) table.replaceChildren(problemBox(error));
+      return;
+    }
+    if (signal.aborted) return;
+    table.replaceChildren(render(page.items));
+    put(pager,
+      q.get("cursor") ? el("button", { type: "button", text: "← Newest", onclick: () => history.back() }) : null,
+      page.next_cursor ? link(`/ui?${(() => { const n = new URLSearchParams(q); n.set("cursor", page.next_cursor); return n; })()}`, "Older →", { class: "button" }) : null);
+    main.dataset.loaded = "true";
+    timer = setTimeout(load, POLL_MS);
+  };
+  signal.addEventListener("abort", () => clearTimeout(timer));
+  await load();
+}
+
+function render(items) {
+  if (!items.length) {
+    return el("p", { class: "muted", text: "No tasks yet. " }, link("/ui/new", "Create one."));
+  }
+  const head = ["task", "status", "environment", "strategy", "goal", "success", "reward", "LLM calls", "tokens", "cost", "duration", "created"];
+  const table = el("table", { class: "tasks" },
+    el("thead", {}, el("tr", {}, head.map((h) => el("th", { scope: "col", text: h })))));
+  const body = el("tbody");
+  for (const t of items) {
+    body.append(el("tr", { dataset: { taskId: t.id, status: t.status } },
+      el("td", {}, link(`/ui/tasks/${t.id}`, t.id.slice(0, 8), { class: "mono" })),
+      el("td", {}, statusBadge(t.status)),
+      el("td", { text: t.environment }),
+      el("td", { text: t.strategy }),
+      el("td", { class: "goal-cell", text: t.resolved_goal || t.goal || JSON.stringify(t.environment_config), title: t.resolved_goal || t.goal || "" }),
+      el("td", { text: t.success === null ? "–" : t.success ? "✓" : "✗" }),
+      el("td", { class: "num", text: fmtReward(t.reward) }),
+      el("td", { class: "num", text: String(t.usage.llm_calls) }),
+      el("td", { class: "num", text: fmtInt(tokens(t.usage)) }),
+      el("td", { class: "num", text: fmtCost(t.usage.cost_usd) }),
+      el("td", { class: "num", text: fmtSeconds(duration(t)) }),
+      el("td", { class: "muted", text: new Date(t.created_at).toLocaleString() })));
+  }
+  table.append(body);
+  return table;
+}

@@ -1,0 +1,228 @@
+"""What the browser tests drive: a real ``adapt serve`` process (embedded mode, SQLite in a temp
+dir), a slow simulated model over HTTP so trees grow while the page watches, a TCP proxy that
+can cut every open connection (a dropped event stream), the system Chromium through
+Playwright, and a 5,000-node task written straight through the store."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from adapt.store.db import create_engine, session_factory
+from adapt.store.events import append_event
+from adapt.store.models import NodeRow, Task, utcnow
+
+CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
+
+
+def chromium_path() -> str | None:
+    found = os.environ.get("ADAPT_CHROMIUM") or next(
+        (p for p in CHROMIUM_PATHS if Path(p).exists()), None)
+    return found or shutil.which("chromium")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.1)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+class Server:
+    """``adapt serve`` in a subprocess, as users run it."""
+
+    def __init__(self, data_dir: Path) -> None:
+        self.data_dir = data_dir
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.database_url = f"sqlite+aiosqlite:///{data_dir / 'adapt.db'}"
+        self.log = data_dir / "serve.log"
+        self.proc: subprocess.Popen[str] | None = None
+
+    def env(self) -> dict[str, str]:
+        env = {**os.environ, "ADAPT_DATA_DIR": str(self.data_dir),
+               "ADAPT_DATABASE_URL": self.database_url}
+        env.pop("ADAPT_BROKER_URL", None)
+        return env
+
+    def start(self) -> None:
+        with self.log.open("a") as out:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "adapt.cli", "serve", "--port", str(self.port)],
+                stdout=out, stderr=subprocess.STDOUT, text=True, env=self.env(),
+            )
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            try:
+                if httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            assert self.proc.poll() is None, self.log.read_text()
+            time.sleep(0.1)
+        raise AssertionError("adapt serve did not become ready:\n" + self.log.read_text())
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(15)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+    def create_key(self, tenant: str = "ui") -> str:
+        out = subprocess.run([sys.executable, "-m", "adapt.cli", "keys", "create", "--tenant",
+                              tenant], capture_output=True, text=True, env=self.env(), timeout=60,
+                             check=True)
+        return out.stdout.strip().splitlines()[-1]
+
+    def submit(self, body: dict[str, Any], key: str | None = None) -> dict[str, Any]:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        response = httpx.post(f"{self.url}/tasks", json=body, headers=headers, timeout=10)
+        assert response.status_code == 202, response.text
+        data: dict[str, Any] = response.json()
+        return data
+
+    def get(self, path: str, key: str | None = None) -> Any:
+        headers = {"Authorization": f"Bearer {key}"} if key else {}
+        response = httpx.get(f"{self.url}{path}", headers=headers, timeout=10)
+        response.raise_for_status()
+        return response.json()
+
+
+class DropProxy:
+    """A loopback TCP proxy in front of the server; ``drop()`` closes every open connection
+    (both directions), as a flaky network or a restarted load balancer would."""
+
+    def __init__(self, target_port: int) -> None:
+        self.target_port = target_port
+        self.listener = socket.create_server(("127.0.0.1", 0))
+        self.port = int(self.listener.getsockname()[1])
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.lock = threading.Lock()
+        self.open: list[socket.socket] = []
+        self.drops = 0
+        self.closed = False
+        threading.Thread(target=self._accept, daemon=True).start()
+
+    def _accept(self) -> None:
+        while not self.closed:
+            try:
+                client, _ = self.listener.accept()
+            except OSError:
+                return
+            upstream = socket.create_connection(("127.0.0.1", self.target_port))
+            with self.lock:
+                self.open += [client, upstream]
+            for a, b in ((client, upstream), (upstream, client)):
+                threading.Thread(target=self._pipe, args=(a, b), daemon=True).start()
+
+    @staticmethod
+    def _pipe(source: socket.socket, sink: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                sink.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for s in (source, sink):
+                with contextlib.suppress(OSError):
+                    s.shutdown(socket.SHUT_RDWR)
+
+    def drop(self) -> None:
+        with self.lock:
+            sockets, self.open = self.open, []
+            self.drops += 1
+        for s in sockets:
+            with contextlib.suppress(OSError):
+                s.shutdown(socket.SHUT_RDWR)
+            s.close()
+
+    def close(self) -> None:
+        self.closed = True
+        self.listener.close()
+        self.drop()
+
+
+def big_tree_shape(size: int) -> list[dict[str, Any]]:
+    """``size`` nodes shaped like an ADaPT tree: a task decomposes into an AND or OR group of
+    three sub-tasks; a failed branch runs down the first sub-task of every AND group."""
+    nodes: list[dict[str, Any]] = [dict(id=1, parent_id=None, position=0, depth=1, kind="task",
+                                        logic=None, failing=True)]
+    queue = [nodes[0]]
+    while queue and len(nodes) < size:
+        parent = queue.pop(0)
+        group = dict(id=len(nodes) + 1, parent_id=parent["id"], position=0,
+                     depth=parent["depth"] + 1, kind="group",
+                     logic="or" if len(nodes) % 3 == 1 else "and", failing=parent["failing"])
+        nodes.append(group)
+        for position in range(3):
+            if len(nodes) >= size:
+                break
+            child = dict(id=len(nodes) + 1, parent_id=group["id"], position=position,
+                         depth=group["depth"], kind="task", logic=None,
+                         failing=group["failing"] and (group["logic"] == "or" or position == 0))
+            nodes.append(child)
+            queue.append(child)
+    return nodes
+
+
+async def _insert_big_task(database_url: str, task_id: str, size: int, tenant: str) -> None:
+    engine = create_engine(database_url)
+    try:
+        async with session_factory(engine).begin() as session:
+            now = utcnow()
+            session.add(Task(
+                id=task_id, tenant=tenant, status="failed", environment="textcraft",
+                environment_config={"seed": 1}, goal=None, resolved_goal="craft a big tree",
+                strategy="adapt", d_max=8, run_config={"strategy": "adapt", "d_max": 8},
+                executor_model="sim:textcraft", planner_model="sim:textcraft",
+                executor_simulated=True, planner_simulated=True, success=False, reward=0.0,
+                llm_calls=size, prompt_tokens=100 * size, completion_tokens=10 * size,
+                cost_usd=None, nodes_count=size, max_depth=0, created_at=now, started_at=now,
+                finished_at=now, updated_at=now,
+            ))
+            await session.flush()
+            shape = big_tree_shape(size)
+            for n in shape:
+                failed = n.pop("failing")
+                row = dict(n, goal=f"sub-goal {n['id']}: craft item {n['id'] % 97}",
+                           status="failed" if failed else "succeeded",
+                           executor_success=None if n["kind"] == "group" else not failed,
+                           success=not failed, reward=None, steps_count=0,
+                           usage={"llm_calls": 1, "prompt_tokens": 100, "completion_tokens": 10,
+                                  "cost_usd": None})
+                session.add(NodeRow(task_id=task_id, **row))
+                await append_event(session, task_id, "node.created", {"node": row},
+                                   ordinal=n["id"])
+            await append_event(session, task_id, "task.finished",
+                               {"status": "failed", "result": None, "error": None})
+    finally:
+        await engine.dispose()
+
+
+def insert_big_task(server: Server, task_id: str, size: int = 5000,
+                    tenant: str = "default") -> None:
+    asyncio.run(_insert_big_task(server.database_url, task_id, size, tenant))

@@ -1,0 +1,107 @@
+"""The task page in a real browser against ``adapt serve`` and a slow simulated model: the tree
+grows live, a node's panel shows its LLM calls, the event stream survives dropped connections
+and reloads without losing or repeating events, and cancel works."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from tests.simserver import SimServer
+from tests.ui.conftest import slow_task
+from tests.ui.harness import DropProxy, Server, wait_for
+
+pytestmark = pytest.mark.slow
+
+
+def rows(page: Any) -> dict[int, str]:
+    """The tree rows in the DOM: node id -> status."""
+    found: dict[int, str] = page.eval_on_selector_all(
+        ".tree-row", "rs => Object.fromEntries(rs.map(r => [r.dataset.nodeId, r.dataset.status]))")
+    return {int(k): v for k, v in found.items()}
+
+
+def api_nodes(server: Server, task_id: str) -> dict[int, str]:
+    tree = server.get(f"/tasks/{task_id}/tree")["tree"]
+    out: dict[int, str] = {}
+    stack = [tree] if tree else []
+    while stack:
+        n = stack.pop()
+        out[n["id"]] = n["status"]
+        stack.extend(n["children"])
+    return out
+
+
+def applied_seqs(page: Any) -> list[int]:
+    return list(page.evaluate("window.adaptEventLog || []"))
+
+
+def test_tree_grows_live_survives_drops_and_reloads(page: Any, server: Server, sim: SimServer,
+                                                     proxy: DropProxy) -> None:
+    task = server.submit(slow_task(sim, seed=11))
+    task_id = task["id"]
+    page.goto(f"{proxy.url}/ui/tasks/{task_id}")
+    page.wait_for_selector("main[data-loaded]")
+    page.wait_for_selector(".live[data-state=live]")
+
+    # nodes appear while the task runs: the row count grows without a reload
+    first = wait_for(lambda: len(rows(page)) >= 1 and len(rows(page)), 60, "the first node")
+    wait_for(lambda: len(rows(page)) > first, 90, "more nodes to appear live")
+    assert not server.get(f"/tasks/{task_id}")["finished"], "the task finished too early"
+
+    # open the root: its panel shows the node and its first LLM call as the API has it
+    page.click(".tree-row[data-node-id='1'] .goal")
+    page.wait_for_selector("#node-panel[data-node-id='1'] .call")
+    assert page.url.endswith(f"/ui/tasks/{task_id}?node=1")
+    detail = server.get(f"/tasks/{task_id}/nodes/1")
+    call = detail["llm_calls"][0]
+    first_call = page.locator("#node-panel .call").first
+    assert call["role"] in first_call.locator(".role").inner_text()
+    assert first_call.locator("pre.completion").inner_text().strip() == call["completion"].strip()
+    prompt = first_call.locator("details pre.prompt")
+    assert not prompt.is_visible()  # collapsed until asked for
+    first_call.locator("details summary").first.click()
+    assert prompt.is_visible() and "craft" in prompt.inner_text().lower()
+
+    # a dropped connection: the stream resumes with Last-Event-ID, nothing lost or repeated
+    before = len(applied_seqs(page))
+    proxy.drop()
+    page.wait_for_selector(".live[data-state=reconnecting]", timeout=10_000)
+    page.wait_for_selector(".live[data-state=live]", timeout=20_000)
+    wait_for(lambda: len(applied_seqs(page)) > before, 60, "events after the reconnect")
+    seqs = applied_seqs(page)
+    start = int(page.get_attribute("main", "data-start-seq") or 0)
+    assert seqs == list(range(start + 1, start + 1 + len(seqs))), seqs
+
+    # reload mid-run: the same tree, the panel deep link opens again
+    assert not server.get(f"/tasks/{task_id}")["finished"], "the task finished too early"
+    page.reload()
+    page.wait_for_selector("#node-panel[data-node-id='1']")
+    page.wait_for_selector(".live[data-state=live]")
+    shown = rows(page)
+    assert set(shown) <= set(api_nodes(server, task_id)) and 1 in shown
+
+    # to the end: every event once, in order, and the DOM equals the API's tree
+    page.wait_for_selector(".live[data-state=finished]", timeout=120_000)
+    final = server.get(f"/tasks/{task_id}")
+    assert final["status"] == "succeeded", final
+    seqs = applied_seqs(page)
+    start = int(page.get_attribute("main", "data-start-seq") or 0)
+    assert seqs == list(range(start + 1, final["last_seq"] + 1))
+    page.wait_for_selector(".title-line .status-succeeded")
+    assert rows(page) == api_nodes(server, task_id)
+    assert proxy.drops == 1
+    assert not page.js_errors
+
+
+def test_cancel_a_running_task(page: Any, server: Server, sim: SimServer) -> None:
+    task = server.submit(slow_task(sim, seed=12))
+    page.goto(f"{server.url}/ui/tasks/{task['id']}")
+    page.wait_for_selector(".tree-row")
+    page.click("#cancel-task")
+    page.wait_for_selector(".title-line .status-cancelled", timeout=60_000)
+    assert server.get(f"/tasks/{task['id']}")["status"] == "cancelled"
+    assert page.locator("#cancel-task").count() == 0
+    page.wait_for_selector(".live[data-state=finished]")
+    assert not page.js_errors
