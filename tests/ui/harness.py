@@ -15,6 +15,7 @@ import sys
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -225,4 +226,7 @@ async def _insert_big_task(database_url: str, task_id: str, size: int, tenant: s
 
 def insert_big_task(server: Server, task_id: str, size: int = 5000,
                     tenant: str = "default") -> None:
-    asyncio.run(_insert_big_task(server.database_url, task_id, size, tenant))
+    # in a thread of its own: Playwright's sync API keeps an event loop on the test's thread
+    with ThreadPoolExecutor(1) as pool:
+        pool.submit(asyncio.run, _insert_big_task(server.database_url, task_id, size,
+                                                  tenant)).result()

@@ -124,7 +124,7 @@ export async function renderNodePanel(container, taskId, nodeId, { onClose, sign
       ["cost", fmtCost(node.usage?.cost_usd)],
       ...(node.error ? [["error", node.error]] : []),
     ]),
-    section(`Trajectory (${node.steps.length} steps)`, renderSteps(node.steps)),
+    section(`Trajectory (${node.steps.length} step${node.steps.length === 1 ? "" : "s"})`, renderSteps(node.steps)),
     section("Plan", renderPlan(node.plan)),
     section(`LLM calls (${node.llm_calls.length})`,
       node.llm_calls.length ? el("div", {}, node.llm_calls.map(renderCall))

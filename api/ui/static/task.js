@@ -115,6 +115,7 @@ export async function taskPage(main, taskId, params, signal) {
     panelController?.abort();
     panelController = new AbortController();
     renderNodePanel(panel, taskId, id, { signal: panelController.signal, onClose: closePanel });
+    treeView.setActive(id, false);
   };
   const closePanel = () => {
     openId = null;
@@ -124,6 +125,14 @@ export async function taskPage(main, taskId, params, signal) {
     treeView.root.focus();
   };
   const treeView = new TreeView(model, { onOpen: (id) => openNode(id) });
+  const escape = (event) => {
+    if (event.key === "Escape" && openId !== null) {
+      event.preventDefault();
+      closePanel();
+    }
+  };
+  treeView.root.addEventListener("keydown", escape);
+  panel.addEventListener("keydown", escape);
   let treeData;
   try {
     treeData = await api(`${path}/tree`, { signal });
@@ -135,6 +144,7 @@ export async function taskPage(main, taskId, params, signal) {
   const empty = el("p", { class: "muted empty-tree", text: "No nodes yet: the task is queued." });
   put(treeBox, model.rootId === null ? empty : null, treeView.root);
   treeView.refresh();
+  performance.mark("adapt:tree-painted");
   if (openId !== null) {
     treeView.reveal(openId);
     openNode(openId, { push: false });
