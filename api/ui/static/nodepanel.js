@@ -54,19 +54,28 @@ function renderSteps(steps) {
   return list;
 }
 
+function renderExpr(expr, steps) {
+  if (!expr) return null;
+  if (expr.kind === "step") {
+    return el("li", { class: "expr-step" }, el("strong", { text: `Step ${expr.index}` }),
+      steps[expr.index - 1] ? `: ${steps[expr.index - 1]}` : "");
+  }
+  const op = expr.op || "and";
+  return el("li", { class: "expr-op" },
+    el("span", { class: `logic logic-${op}`, text: op.toUpperCase() }),
+    el("ul", { class: "expr" }, expr.children.map((c) => renderExpr(c, steps))));
+}
+
 function renderPlan(plan) {
   if (!plan) return el("p", { class: "muted", text: "Not decomposed." });
-  const parsed = el("div");
-  if (plan.logic) parsed.append(facts([["execution order", el("code", { text: String(plan.logic) })]]));
-  if (plan.steps?.length) {
-    const list = el("ol", { class: "plan-steps" });
-    for (const step of plan.steps) list.append(el("li", { text: typeof step === "string" ? step : JSON.stringify(step) }));
-    parsed.append(list);
-  }
-  const extra = Object.fromEntries(Object.entries(plan).filter(([k]) => !["raw", "steps", "logic"].includes(k)));
+  const steps = plan.steps || [];
   return el("div", {},
-    el("h4", { text: "parsed" }), parsed,
-    Object.keys(extra).length ? details("other plan fields", pre(JSON.stringify(extra, null, 2))) : null,
+    el("h4", { text: "parsed" }),
+    plan.expression_text ? facts([["execution order", el("code", { text: plan.expression_text })]]) : null,
+    plan.expression ? el("ul", { class: "expr" }, renderExpr(plan.expression, steps))
+      : el("ol", { class: "plan-steps" }, steps.map((step) => el("li", { text: step }))),
+    plan.warnings?.length ? el("ul", { class: "plan-warnings" },
+      plan.warnings.map((w) => el("li", { class: "badge warn", text: w }))) : null,
     details("raw planner output", pre(plan.raw ?? "")));
 }
 
