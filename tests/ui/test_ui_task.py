@@ -95,8 +95,14 @@ def test_tree_grows_live_survives_drops_and_reloads(page: Any, server: Server, s
     assert not page.js_errors
 
 
-def test_cancel_a_running_task(page: Any, server: Server, sim: SimServer) -> None:
+def test_cancel_a_running_task_and_the_list_follows(page: Any, server: Server,
+                                                     sim: SimServer) -> None:
     task = server.submit(slow_task(sim, seed=12))
+    row = f"tr[data-task-id='{task['id']}']"
+    listing = page.context.new_page()  # a second tab on the tasks list
+    listing.goto(f"{server.url}/ui")
+    listing.wait_for_selector(f"{row}[data-status=running]", timeout=60_000)
+
     page.goto(f"{server.url}/ui/tasks/{task['id']}")
     page.wait_for_selector(".tree-row")
     page.click("#cancel-task")
@@ -104,4 +110,6 @@ def test_cancel_a_running_task(page: Any, server: Server, sim: SimServer) -> Non
     assert server.get(f"/tasks/{task['id']}")["status"] == "cancelled"
     assert page.locator("#cancel-task").count() == 0
     page.wait_for_selector(".live[data-state=finished]")
+    # the list tab shows the new status without a reload
+    listing.wait_for_selector(f"{row}[data-status=cancelled]", timeout=10_000)
     assert not page.js_errors
