@@ -13,8 +13,6 @@ import socket
 import subprocess
 import sys
 import threading
-import time
-from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -24,6 +22,10 @@ import httpx
 from adapt.store.db import create_engine, session_factory
 from adapt.store.events import append_event
 from adapt.store.models import NodeRow, Task, utcnow
+from tests.e2e.test_embedded_serve import Server as ServeProcess
+from tests.e2e.test_embedded_serve import free_port, wait_for
+
+__all__ = ["DropProxy", "Server", "chromium_path", "insert_big_task", "wait_for"]
 
 CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 
@@ -34,68 +36,18 @@ def chromium_path() -> str | None:
     return found or shutil.which("chromium")
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def wait_for(predicate: Callable[[], Any], timeout: float, what: str) -> Any:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
-
-
-class Server:
-    """``adapt serve`` in a subprocess, as users run it."""
+class Server(ServeProcess):
+    """``adapt serve`` in a subprocess, as users run it (embedded: SQLite in ``data_dir``)."""
 
     def __init__(self, data_dir: Path) -> None:
-        self.data_dir = data_dir
-        self.port = free_port()
-        self.url = f"http://127.0.0.1:{self.port}"
+        super().__init__(data_dir, free_port())
         self.database_url = f"sqlite+aiosqlite:///{data_dir / 'adapt.db'}"
-        self.log = data_dir / "serve.log"
-        self.proc: subprocess.Popen[str] | None = None
-
-    def env(self) -> dict[str, str]:
-        env = {**os.environ, "ADAPT_DATA_DIR": str(self.data_dir),
-               "ADAPT_DATABASE_URL": self.database_url}
-        env.pop("ADAPT_BROKER_URL", None)
-        return env
-
-    def start(self) -> None:
-        with self.log.open("a") as out:
-            self.proc = subprocess.Popen(
-                [sys.executable, "-m", "adapt.cli", "serve", "--port", str(self.port)],
-                stdout=out, stderr=subprocess.STDOUT, text=True, env=self.env(),
-            )
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            try:
-                if httpx.get(f"{self.url}/readyz", timeout=1).status_code == 200:
-                    return
-            except httpx.HTTPError:
-                pass
-            assert self.proc.poll() is None, self.log.read_text()
-            time.sleep(0.1)
-        raise AssertionError("adapt serve did not become ready:\n" + self.log.read_text())
-
-    def stop(self) -> None:
-        if self.proc is not None and self.proc.poll() is None:
-            self.proc.terminate()
-            try:
-                self.proc.wait(15)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-                self.proc.wait(5)
 
     def create_key(self, tenant: str = "ui") -> str:
+        env = {**os.environ, "ADAPT_DATA_DIR": str(self.data_dir)}
+        env.pop("ADAPT_DATABASE_URL", None)
         out = subprocess.run([sys.executable, "-m", "adapt.cli", "keys", "create", "--tenant",
-                              tenant], capture_output=True, text=True, env=self.env(), timeout=60,
+                              tenant], capture_output=True, text=True, env=env, timeout=60,
                              check=True)
         return out.stdout.strip().splitlines()[-1]
 
