@@ -17,8 +17,10 @@ from tests.ui.harness import DropProxy, Server, chromium_path
 SLOW_LATENCY = 0.8
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Any]:
+    """Per module, not per session: Playwright's sync API keeps an event loop running on the
+    main thread while it is open, which would break later tests that call ``asyncio.run``."""
     path = chromium_path()
     if path is None:
         why = "no Chromium: install Debian's `chromium` package (apt-get install chromium)"
