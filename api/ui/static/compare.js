@@ -27,6 +27,7 @@ function summaryRows(a, b) {
     ["status", (t) => statusBadge(t.status)],
     ["environment", (t) => t.environment],
     ["strategy", (t) => t.strategy],
+    ["profile", (t) => t.profile ?? "–"],
     ["d_max", (t) => String(t.d_max)],
     ["executor model", (t) => t.models.executor.model],
     ["goal", (t) => t.resolved_goal || t.goal || "–"],

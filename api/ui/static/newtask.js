@@ -96,6 +96,7 @@ export async function newTaskPage(main, params, signal) {
 
   const strategy = el("select", { id: "strategy", name: "strategy" },
     info.strategies.map((s) => el("option", { value: s, text: s, selected: s === "adapt" })));
+  const profile = el("select", { id: "profile" }, ["default", "paper"].map((k) => el("option", { value: k, text: k })));
   const executorKind = el("select", { id: "executor-kind" }, EXECUTOR_KINDS.map((k) => el("option", { value: k, text: k })));
   const dMax = el("input", { id: "d_max", type: "number", min: 1, max: 8, value: 3 });
   const goal = el("input", { id: "goal", type: "text", placeholder: "(the environment's goal)" });
@@ -112,6 +113,7 @@ export async function newTaskPage(main, params, signal) {
     }
     const b = { environment: envSelect.value, environment_config: config, strategy: strategy.value,
       d_max: dMax.value === "" ? undefined : Number(dMax.value), executor: { kind: executorKind.value } };
+    if (profile.value !== "default") b.profile = profile.value;
     if (goal.value.trim()) b.goal = goal.value.trim();
     if (execModel.value.trim()) b.executor.model = execModel.value.trim();
     if (planModel.value.trim()) b.planner = { model: planModel.value.trim() };
@@ -125,6 +127,7 @@ export async function newTaskPage(main, params, signal) {
     row("goal", goal, "Optional: overrides the environment's goal.", "goal"),
     el("div", { class: "grid" },
       row("strategy", strategy, null, "strategy"),
+      row("profile", profile, "paper: the published protocols; default: ours.", "profile"),
       row("executor kind", executorKind, null, "executor.kind"),
       row("d_max", dMax, "Maximum decomposition depth (1–8).", "d_max")),
     el("div", { class: "grid" },

@@ -12,6 +12,7 @@ function summary(task) {
   const pairs = [
     ["environment", task.environment],
     ["strategy", task.strategy],
+    ...(task.profile ? [["profile", task.profile]] : []),
     ["d_max", String(task.d_max)],
     ["success", task.success === null ? "–" : task.success ? "yes" : "no"],
     ["reward", fmtReward(task.reward)],
