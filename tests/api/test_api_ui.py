@@ -4,8 +4,14 @@ HTML with a strict Content-Security-Policy, and the static assets ship inside th
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
+import sys
+import zipfile
+from pathlib import Path
 
 import httpx
+import pytest
 from fastapi import FastAPI
 
 from api.ui import STATIC_DIR
@@ -56,3 +62,20 @@ async def test_the_pages_are_public_but_the_data_needs_a_key(
     await new_key(app, "ui")
     assert (await client.get("/ui")).status_code == 200
     assert (await client.get("/tasks")).status_code == 401
+
+
+@pytest.mark.slow
+def test_the_built_wheel_ships_the_pages(tmp_path: Path) -> None:
+    """Installed from a wheel (not the source tree), the UI is there: package data."""
+    root = Path(__file__).resolve().parents[2]
+    source = tmp_path / "src"  # a copy: building in the checkout would leave build/ behind
+    shutil.copytree(root, source, ignore=shutil.ignore_patterns(
+        ".*", "build", "dist", "*.egg-info", "__pycache__", "tests", "docs", "examples"))
+    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
+                    "--no-index", "-q", "-w", str(tmp_path), str(source)], check=True,
+                   capture_output=True, timeout=600)
+    (wheel,) = tmp_path.glob("adapt-*.whl")
+    names = set(zipfile.ZipFile(wheel).namelist())
+    shipped = {f"api/ui/static/{p.name}" for p in STATIC_DIR.iterdir()}
+    assert shipped <= names, shipped - names
+    assert "api/ui/static/index.html" in names
