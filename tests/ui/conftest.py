@@ -13,8 +13,8 @@ import pytest
 from tests.simserver import SimServer, start_sim_server, stop_sim_server
 from tests.ui.harness import DropProxy, Server, chromium_path
 
-#: seconds per simulated LLM call: a TextCraft game takes ~20 calls, so trees grow for ~20 s
-SLOW_LATENCY = 0.8
+#: seconds per simulated LLM call: a TextCraft game takes ~20 calls, so trees grow for ~25 s
+SLOW_LATENCY = 1.0
 
 
 @pytest.fixture(scope="module")
