@@ -3,6 +3,7 @@ model over HTTP, and real ``adapt serve`` processes (keys off, and keys on)."""
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -42,10 +43,16 @@ def sim() -> Iterator[SimServer]:
     stop_sim_server(server)
 
 
-@pytest.fixture(scope="module")
-def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
+def start_server(tmp_path_factory: pytest.TempPathFactory, sim: SimServer) -> Server:
+    """``adapt serve`` that may call the simulated model's endpoint (the operator's list)."""
     s = Server(Path(tmp_path_factory.mktemp("serve")))
-    s.start()
+    s.start(ADAPT_LLM_ENDPOINTS=json.dumps([sim.base_url]))
+    return s
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, sim: SimServer) -> Iterator[Server]:
+    s = start_server(tmp_path_factory, sim)
     yield s
     s.stop()
 

@@ -5,23 +5,22 @@ the live event stream), and a refused key is asked for again."""
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from tests.simserver import SimServer
-from tests.ui.conftest import slow_task
+from tests.ui.conftest import slow_task, start_server
 from tests.ui.harness import Server, wait_for
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
-def keyed(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Server, str]]:
-    s = Server(Path(tmp_path_factory.mktemp("keyed")))
-    s.start()  # migrates the database; then the first key switches authentication on
-    key = s.create_key("ui")
+def keyed(tmp_path_factory: pytest.TempPathFactory,
+          sim: SimServer) -> Iterator[tuple[Server, str]]:
+    s = start_server(tmp_path_factory, sim)  # migrates the database
+    key = s.create_key("ui")  # the first key switches authentication on
     yield s, key
     s.stop()
 
