@@ -31,7 +31,6 @@ def test_keys_asked_for_kept_per_session_and_never_in_urls(
     server, key = keyed
     other = server.create_key("someone-else")
     theirs = server.submit(slow_task(sim, seed=3, executor={"model": "sim:textcraft"}), key=other)
-    task = server.submit(slow_task(sim, seed=11), key=key)
     context = browser.new_context(viewport={"width": 1280, "height": 860})
     page = context.new_page()
     urls: list[str] = []
@@ -47,8 +46,11 @@ def test_keys_asked_for_kept_per_session_and_never_in_urls(
         assert "refused" in page.inner_text("#key-dialog .key-message")
         page.fill("#api-key-input", key)
         page.click("#key-dialog button[value=save]")
+        page.wait_for_selector("main[data-loaded]")
+        # a task submitted now shows up in the (polling) list; the other tenant's never does
+        task = server.submit(slow_task(sim, seed=11), key=key)
         page.wait_for_selector(f"tr[data-task-id='{task['id']}']")
-        assert page.locator(f"tr[data-task-id='{theirs['id']}']").count() == 0  # tenant's only
+        assert page.locator(f"tr[data-task-id='{theirs['id']}']").count() == 0
 
         # the live tree streams with the key in a header
         page.click(f"tr[data-task-id='{task['id']}'] a")
