@@ -44,10 +44,11 @@ def endpoint_list(settings: Settings, *, operator: bool) -> EndpointList:
     endpoints: list[Endpoint] = []
     if settings.openai_api_key or settings.openai_base_url:
         endpoints.append(Endpoint(OPENAI_ENDPOINT, settings.openai_base_url or DEFAULT_BASE_URL,
-                                  settings.openai_api_key))
+                                  settings.openai_api_key, settings.guided_decoding))
     for i, e in enumerate(settings.llm_endpoints):
         key = e.api_key.get_secret_value() if e.api_key is not None else None
-        endpoints.append(Endpoint(e.name or f"endpoint-{i + 1}", e.base_url, key))
+        endpoints.append(Endpoint(e.name or f"endpoint-{i + 1}", e.base_url, key,
+                                  e.guided_decoding))
     return EndpointList(tuple(endpoints), default=OPENAI_ENDPOINT, allow_loopback=operator)
 
 
@@ -131,5 +132,5 @@ class ModelFactory:
         return cls(parsed.model, base_url=endpoint.base_url, api_key=endpoint.api_key or NO_KEY,
                    timeout=s.llm_timeout, max_retries=s.llm_max_retries,
                    allow_remote=s.allow_remote_llm, simulated=parsed.simulated, pool=self.pool,
-                   endpoint=endpoint.name)
+                   endpoint=endpoint.name, guided_decoding=endpoint.guided_decoding)
 

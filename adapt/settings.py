@@ -27,6 +27,9 @@ class LLMEndpointSetting(BaseModel):
                                       description="Sent to this endpoint only.")
     name: str | None = Field(default=None, description="How errors name the endpoint "
                              "(default: its URL).")
+    guided_decoding: Literal["llama.cpp", "vllm"] | None = Field(
+        default=None, description="The server takes GBNF grammars for constrained decoding: "
+        "'llama.cpp' (request field grammar) or 'vllm' (guided_grammar). Unset: not sent.")
 
 
 class BudgetLimits(BaseModel):
@@ -81,6 +84,12 @@ class Settings(BaseSettings):
         default_factory=list, description="Folders that environment config fields naming a "
         "server path (e.g. ALFWorld game_path, data_dir) may point into, through the API "
         '(JSON list). Empty: no such path may be named.',
+    )
+    guided_decoding: Literal["llama.cpp", "vllm"] | None = Field(
+        default=None,
+        description="The OpenAI endpoint (ADAPT_OPENAI_BASE_URL) takes GBNF "
+        "grammars for constrained decoding: 'llama.cpp' (request field grammar) or 'vllm' "
+        "(guided_grammar). Unset: grammars are not sent; the decoding monitor corrects output.",
     )
     llm_timeout: float = Field(default=60.0, gt=0, description="Seconds per LLM request.")
     llm_max_retries: int = Field(default=3, ge=0, description="Retries on 429/5xx/timeouts.")

@@ -31,6 +31,10 @@ class ChatRequest(BaseModel):
     #: a scoring call (``ScoringModel.score``): the text whose log-probabilities after
     #: ``prompt`` are asked for; ``None`` for a completion
     continuation: str | None = None
+    #: a GBNF grammar the output must follow (constrained decoding; ``adapt.llm.gbnf``):
+    #: ``local:`` models and OpenAI-compatible endpoints configured with ``guided_decoding``
+    #: apply it; other backends ignore it (the decoding monitor still corrects the output)
+    grammar: str | None = None
 
     def as_prompt(self) -> str:
         if self.prompt is not None:

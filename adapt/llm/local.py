@@ -30,6 +30,7 @@ from urllib.parse import parse_qsl
 
 from adapt.errors import ModelSpecError, ProviderError, UserError
 from adapt.llm.base import ChatRequest, ChatResponse, Usage
+from adapt.llm.gbnf import validate_gbnf
 
 logger = logging.getLogger(__name__)
 
@@ -197,6 +198,15 @@ def unload_all() -> None:
 atexit.register(unload_all)
 
 
+def _grammar(text: str | None) -> Any:
+    """A ``LlamaGrammar`` for a request's GBNF grammar, validated first: llama-cpp-python
+    only stores the text, and a malformed grammar fails inside llama.cpp while sampling."""
+    if text is None:
+        return None
+    validate_gbnf(text)
+    return require_llama_cpp().LlamaGrammar.from_string(text, verbose=False)
+
+
 class LocalLlamaModel:
     """A GGUF model run in-process by llama.cpp (completion API); see the module docstring."""
 
@@ -253,6 +263,7 @@ class LocalLlamaModel:
             try:
                 result: dict[str, Any] = loaded.llama.create_completion(
                     prompt=prompt,
+                    grammar=_grammar(request.grammar),
                     max_tokens=min(request.max_tokens, room),
                     temperature=request.temperature,
                     stop=list(request.stop) or None,

@@ -30,6 +30,7 @@ from openai import AsyncOpenAI
 
 from adapt.errors import ModelSpecError, ProviderError
 from adapt.llm.base import ChatRequest, ChatResponse, Usage
+from adapt.llm.gbnf import validate_gbnf
 from adapt.llm.guard import check_endpoint, is_loopback
 
 logger = logging.getLogger(__name__)
@@ -168,6 +169,14 @@ _HINTS = {
 }
 
 
+#: how an OpenAI-compatible endpoint takes a request's GBNF grammar (``ChatRequest.grammar``):
+#: llama.cpp's server reads ``grammar`` in the request body (its README, /completion and the
+#: OpenAI-compatible endpoints); vLLM reads ``guided_grammar`` (its "extra parameters",
+#: structured outputs; the xgrammar backend accepts GBNF). ``None``: the endpoint is not known
+#: to support guided decoding and the grammar is not sent.
+GUIDED_DECODING_FIELDS: dict[str, str] = {"llama.cpp": "grammar", "vllm": "guided_grammar"}
+
+
 class _OpenAIBase:
     """Shared construction, guard, retries and error mapping of the two backends."""
 
@@ -187,6 +196,7 @@ class _OpenAIBase:
         http_client: httpx.AsyncClient | None = None,
         name: str | None = None,
         endpoint: str | None = None,
+        guided_decoding: str | None = None,
     ) -> None:
         if not model:
             raise ModelSpecError("model must be a non-empty model name, e.g. 'gpt-4o-mini'")
@@ -214,6 +224,11 @@ class _OpenAIBase:
                 )
             key = LOCAL_API_KEY
         self._api_key = key
+        if guided_decoding is not None and guided_decoding not in GUIDED_DECODING_FIELDS:
+            raise ModelSpecError(
+                f"guided_decoding must be one of {sorted(GUIDED_DECODING_FIELDS)} (the server "
+                f"that takes grammars), not {guided_decoding!r}")
+        self.guided_decoding = guided_decoding
         self._pool = ClientPool(http_client=http_client) if http_client is not None else pool
 
     def __repr__(self) -> str:
@@ -313,6 +328,9 @@ class _OpenAIBase:
             params["stop"] = list(request.stop)
         if request.seed is not None:
             params["seed"] = request.seed
+        if request.grammar is not None and self.guided_decoding is not None:
+            params["extra_body"] = {
+                GUIDED_DECODING_FIELDS[self.guided_decoding]: validate_gbnf(request.grammar)}
         return params
 
 

@@ -137,12 +137,14 @@ def load_model(
     max_retries: int = 3,
     allow_remote: bool = False,
     pool: ClientPool | None = None,
+    guided_decoding: str | None = None,
 ) -> ChatModel:
     """Build the ChatModel ``spec`` names.
 
     ``base_url`` is the default endpoint (from settings); a base URL in the spec wins. Remote
     endpoints need ``allow_remote=True`` (see :mod:`adapt.llm.guard`). Models of one ``pool``
-    share connections.
+    share connections. ``guided_decoding`` (``llama.cpp`` or ``vllm``): the OpenAI-compatible
+    endpoint takes GBNF grammars in that server's request field (see ``GUIDED_DECODING_FIELDS``).
     """
     parsed = parse_model_spec(spec)
     if parsed.backend == "sim":
@@ -162,4 +164,5 @@ def load_model(
         allow_remote=allow_remote,
         simulated=parsed.simulated,
         pool=pool,
+        guided_decoding=guided_decoding,
     )

@@ -16,6 +16,7 @@ from adapt.llm import (
     OpenAIChatModel,
     OpenAICompletionModel,
 )
+from adapt.llm.gbnf import GrammarError
 from adapt.llm.openai_backend import close_default_pool, default_pool, estimate_tokens
 
 Server = Any  # conftest.FakeServer
@@ -323,3 +324,36 @@ async def test_default_pool_is_per_loop_and_shared(local_url: str) -> None:
     await close_default_pool()
     assert len(default_pool()) == 0
     await close_default_pool()
+
+
+GRAMMAR = 'root ::= "get " [1-9] " stick"\n'
+
+
+@pytest.mark.parametrize(("server_kind", "field"), [("llama.cpp", "grammar"),
+                                                    ("vllm", "guided_grammar")])
+async def test_grammar_goes_in_the_configured_servers_field(
+    fake_server: Server, ok_chat: Any, local_url: str, server_kind: str, field: str
+) -> None:
+    fake_server.responses = [ok_chat(), ok_chat()]
+    model = OpenAIChatModel("m", base_url=local_url, http_client=fake_server.client(),
+                            guided_decoding=server_kind)
+    await model.complete(chat_request(grammar=GRAMMAR))
+    assert fake_server.bodies[0][field] == GRAMMAR
+    await model.complete(chat_request())  # no grammar: no field
+    assert field not in fake_server.bodies[1]
+
+
+async def test_grammar_not_sent_unless_configured_and_validated_first(
+    fake_server: Server, ok_chat: Any, local_url: str
+) -> None:
+    fake_server.responses = [ok_chat()]
+    plain = OpenAIChatModel("m", base_url=local_url, http_client=fake_server.client())
+    await plain.complete(chat_request(grammar=GRAMMAR))
+    assert "grammar" not in fake_server.bodies[0] and "guided_grammar" not in fake_server.bodies[0]
+    guided = OpenAIChatModel("m", base_url=local_url, http_client=fake_server.client(),
+                             guided_decoding="llama.cpp")
+    with pytest.raises(GrammarError, match="undefined rule"):
+        await guided.complete(chat_request(grammar='root ::= missing\n'))
+    assert len(fake_server.bodies) == 1  # the malformed grammar never left the process
+    with pytest.raises(ModelSpecError, match="guided_decoding"):
+        OpenAIChatModel("m", base_url=local_url, guided_decoding="tgi")

@@ -98,3 +98,23 @@ async def test_chat_messages_are_joined_into_one_prompt(model: LocalLlamaModel) 
                        max_tokens=12)
     plain = ChatRequest(prompt=PROMPT, stop=["\n"], max_tokens=12)
     assert (await model.complete(chat)).text == (await model.complete(plain)).text
+
+
+async def test_grammar_constrains_the_output_and_a_bad_grammar_never_reaches_llama_cpp(
+    model: LocalLlamaModel,
+) -> None:
+    from adapt.envs.textcraft import TextCraft
+    from adapt.llm.gbnf import GbnfMatcher, GrammarError
+
+    env = TextCraft()
+    env.reset(goal="craft birch planks", commands=["craft 4 birch planks using 1 birch logs",
+                                                   "craft 4 stick using 2 planks"])
+    grammar = env.decoding_grammar("action")
+    assert grammar is not None
+    for temperature in (0.0, 1.5):
+        reply = await model.complete(ChatRequest(prompt=PROMPT, max_tokens=40, seed=3,
+                                                 temperature=temperature, grammar=grammar))
+        assert GbnfMatcher(grammar).matches(reply.text), reply.text
+        assert not env.is_failure(env.step(reply.text).observation), reply.text
+    with pytest.raises(GrammarError):
+        await model.complete(ChatRequest(prompt=PROMPT, max_tokens=4, grammar="root ::= [a-\n"))

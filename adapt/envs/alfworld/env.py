@@ -23,6 +23,7 @@ from the countertop 2.``), plus where the agent is and what it holds.
 from __future__ import annotations
 
 import logging
+import re
 from importlib import resources
 from typing import TYPE_CHECKING, Any, ClassVar
 
@@ -34,6 +35,7 @@ from adapt.envs.alfworld.game import Game, task_sentence
 from adapt.envs.alfworld.games import resolve
 from adapt.envs.base import BaseEnvironment, StepResult
 from adapt.envs.registry import format_validation_errors
+from adapt.envs.verification import UNKNOWN, Verification, same_goal
 from adapt.errors import InvalidConfig, UserError
 
 if TYPE_CHECKING:
@@ -44,6 +46,10 @@ logger = logging.getLogger(__name__)
 #: command verbs that change the household (the others only look)
 _ACTING = ("go to ", "open ", "close ", "take ", "move ", "clean ", "heat ", "cool ", "use ",
            "slice ")
+#: sub-goals whose outcome is held (``find and take a mug from the countertop``)
+_TAKE = re.compile(r"^(?:find and )?(?:take|pick up)\s+(?:an? |the |some )?(.+?)"
+                   r"(?:\s+(?:from|in|on|at)\s.*)?$")
+_GO = re.compile(r"^go to\s+(?:the )?(.+)$")
 _TASK_PREFIX = "Your task is to: "
 #: the observation of a command the game cannot do, and the banner of every intro (ALFWorld's)
 NOTHING_HAPPENS = "Nothing happens."
@@ -202,6 +208,39 @@ class ALFWorld(BaseEnvironment):
 
     def close(self) -> None:
         self._engine.close()
+
+    # -- verification (adapt.envs.verification) ------------------------------------------------
+    def verification_mark(self) -> object:
+        return None
+
+    def verify(self, goal: str, *, since: object | None = None) -> Verification:
+        """What the household state decides: the task itself (the game's goal conditions, i.e.
+        whether it is won); ``find and take a <object> ...`` / ``take <object> ...`` / ``pick up
+        <object> ...`` (held: confirmed, else refuted); ``go to <receptacle>`` (where the agent
+        stands). Any other sub-goal (clean, heat, put, ...) is ``unknown``."""
+        if self._game is None:
+            raise UserError("alfworld: call reset(...) before verify()")
+        if same_goal(goal, self._goal):
+            if self._engine.won:
+                return Verification("confirmed", "the task's goal conditions hold (reward 1)")
+            return Verification("refuted", "the task's goal conditions do not hold yet")
+        text = " ".join(goal.lower().split()).rstrip(".")
+        held = self._engine.inventory()
+        m = _TAKE.match(text)
+        if m is not None:
+            kind = m.group(1)
+            matching = [h for h in held if h.rsplit(" ", 1)[0] == kind or h == kind]
+            if matching:
+                return Verification("confirmed", f"holds {matching[0]}")
+            return Verification("refuted", f"holds {', '.join(held) or 'nothing'}, "
+                                           f"no {kind}")
+        m = _GO.fullmatch(text)
+        if m is not None:
+            where = self._engine.location()
+            if where == m.group(1):
+                return Verification("confirmed", f"is at {where}")
+            return Verification("refuted", f"is at {where or 'the middle of the room'}")
+        return UNKNOWN
 
     # -- queries -------------------------------------------------------------------------------
     def admissible_commands(self) -> list[str]:

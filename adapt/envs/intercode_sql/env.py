@@ -48,6 +48,7 @@ from adapt.envs.base import BaseEnvironment, StepResult
 from adapt.envs.intercode_sql.config import InterCodeSQLConfig
 from adapt.envs.intercode_sql.loader import Connection, connect, pymysql_module
 from adapt.envs.intercode_sql.reward import reward as intercode_reward
+from adapt.envs.verification import UNKNOWN, Verification, reward_verification, same_goal
 from adapt.errors import InvalidConfig, UserError
 
 logger = logging.getLogger(__name__)
@@ -179,6 +180,8 @@ class InterCodeSQL(BaseEnvironment):
         self._last_count = 0
         self._inspected: list[str] = []
         self._done = False
+        #: the reward of the submitted answer (``None`` until ``submit``), for verification
+        self._score: float | None = None
         self._gold_cache: dict[tuple[str, str], tuple[tuple[object, ...], ...] | str] = {}
 
     # -- connection ----------------------------------------------------------------------------
@@ -275,6 +278,7 @@ class InterCodeSQL(BaseEnvironment):
         self._last_count = 0
         self._inspected = []
         self._done = False
+        self._score = None
         return self.task_observation(cfg.question)
 
     def step(self, action: str) -> StepResult:
@@ -375,6 +379,7 @@ class InterCodeSQL(BaseEnvironment):
                 {"success": False, "gold_error": gold},
             )
         score = intercode_reward(self._last_rows, gold)
+        self._score = score
         info: dict[str, Any] = {"success": score == 1.0, "gold_rows": len(gold)}
         if self._last_rows is None:
             return StepResult(
@@ -402,6 +407,19 @@ class InterCodeSQL(BaseEnvironment):
     @property
     def goal(self) -> str:
         return "" if self._config is None else self._config.question
+
+    def verification_mark(self) -> object:
+        return None
+
+    def verify(self, goal: str, *, since: object | None = None) -> Verification:
+        """The final reward only: the question is confirmed by a submitted answer with reward
+        1, refuted by a lower one (or a submission the gold query could not score); sub-goals
+        and an unsubmitted question are ``unknown``."""
+        if self._config is None or not same_goal(goal, self._config.question):
+            return UNKNOWN
+        if not self._done:
+            return UNKNOWN
+        return reward_verification(self._score or 0.0, True)
 
     @property
     def tables(self) -> tuple[str, ...]:

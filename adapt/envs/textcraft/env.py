@@ -36,7 +36,10 @@ from adapt.envs.base import BaseEnvironment, StepResult
 from adapt.envs.textcraft.book import RecipeBook, load_book
 from adapt.envs.textcraft.config import TextCraftConfig
 from adapt.envs.textcraft.game import Game, explicit_game, game_for_goal, game_for_seed
+from adapt.envs.textcraft.grammar import action_grammar, plan_grammar
 from adapt.envs.textcraft.recipes import Recipe, canonical, display
+from adapt.envs.textcraft.verify import verify_goal
+from adapt.envs.verification import Verification
 from adapt.errors import InvalidConfig, UserError
 
 logger = logging.getLogger(__name__)
@@ -86,6 +89,9 @@ class TextCraft(BaseEnvironment):
         self._game: Game | None = None
         self._extra: dict[str, tuple[Recipe, ...]] = {}
         self._inventory: dict[str, int] = {}
+        #: cumulative production (fetched or crafted) per id, for "gain" goals; never decreases
+        self._produced: dict[str, int] = {}
+        self._solved = False
         self._prompts = "default"
 
     # -- episode -------------------------------------------------------------------------------
@@ -112,6 +118,8 @@ class TextCraft(BaseEnvironment):
         self._game = game
         self._extra = {k: tuple(v) for k, v in extra.items()}
         self._inventory = {}
+        self._produced = {}
+        self._solved = False
         self._prompts = cfg.prompts
         return game.observation()
 
@@ -132,6 +140,7 @@ class TextCraft(BaseEnvironment):
                 return StepResult(f"Could not execute {text}")
             observation, added = self._craft(m.group(1), m.group(2))
         if added == game.goal:  # the goal entered the inventory
+            self._solved = True
             return StepResult(observation, 1.0, True, {"success": True})
         return StepResult(observation)
 
@@ -144,6 +153,7 @@ class TextCraft(BaseEnvironment):
         if name is None or not self._book.is_fetchable(name):
             return f"Could not find {item_text}", None
         self._inventory[name] = self._inventory.get(name, 0) + n
+        self._produced[name] = self._produced.get(name, 0) + n
         return f"Got {n} {display(name)}", name
 
     def _craft(self, output_text: str, inputs_text: str) -> tuple[str, str | None]:
@@ -178,6 +188,7 @@ class TextCraft(BaseEnvironment):
             else:
                 del inventory[name]
         inventory[recipe.output] = inventory.get(recipe.output, 0) + recipe.count
+        self._produced[recipe.output] = self._produced.get(recipe.output, 0) + recipe.count
         return f"Crafted {recipe.count} minecraft:{recipe.output}", recipe.output
 
     def _inventory_text(self) -> str:
@@ -215,6 +226,29 @@ class TextCraft(BaseEnvironment):
 
     def is_failure(self, observation: str) -> bool:
         return observation.startswith(_FAILURE_PREFIXES)
+
+    # -- verification (adapt.envs.verification; semantics in adapt.envs.textcraft.verify) -------
+    def verification_mark(self) -> object:
+        return dict(self._produced)
+
+    def verify(self, goal: str, *, since: object | None = None) -> Verification:
+        game = self._require_game()
+        start = since if isinstance(since, dict) else None
+        return verify_goal(self._book, goal, inventory=self._inventory, produced=self._produced,
+                           produced_at_start=start, root_goal=game.goal_text,
+                           solved=self._solved)
+
+    # -- constrained decoding (adapt.envs.textcraft.grammar) -----------------------------------
+    def decoding_grammar(self, kind: str) -> str | None:
+        """A GBNF grammar for a model's output: ``action`` (one action, act-only), ``react``
+        (an action or a ``think:`` line) or ``plan`` (a plan of checkable steps); ``None`` for
+        other kinds. Validated, cached per game."""
+        game = self._require_game()
+        if kind in ("action", "react"):
+            return action_grammar(self._book, game, thoughts=kind == "react")
+        if kind == "plan":
+            return plan_grammar(self._book, game)
+        return None
 
     # -- queries -------------------------------------------------------------------------------
     @property

@@ -278,3 +278,17 @@ def test_settings_defaults_are_used_lazily(monkeypatch: pytest.MonkeyPatch, serv
         assert "poker_player" in env.reset(**POKER)
     finally:
         env.close()
+
+
+def test_verify_by_the_final_reward_only(env: InterCodeSQL) -> None:
+    env.reset(**POKER)
+    assert env.verify(POKER["question"]).verdict == "unknown"  # nothing submitted yet
+    env.step(f"execute[{POKER['gold']}]")
+    assert env.verify("find the players").verdict == "unknown"  # sub-goals: never decided
+    env.step("submit")
+    assert env.verify(POKER["question"]).verdict == "confirmed"
+    env.reset(**POKER)
+    env.step("execute[SELECT 1]")
+    env.step("submit")
+    check = env.verify(POKER["question"])
+    assert check.verdict == "refuted" and "reward 0" in check.evidence
