@@ -39,6 +39,10 @@ class ExecutorConfig(BaseModel):
     )
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=128, ge=1, le=8192, description="Per executor step.")
+    act_only: bool = Field(
+        default=False,
+        description="ReAct executor: actions only, no thoughts and no self-assessment; the "
+        "environment (reward) and verification decide when the node is done.")
     self_assessment: Literal["thought", "any_line"] = Field(
         default="thought",
         description="Where 'task completed' / 'task failed' count as the executor's verdict: "
@@ -107,3 +111,13 @@ class RunConfig(BaseModel):
     monitor: MonitorConfig = Field(default_factory=MonitorConfig)
     budget: Budget = Field(default_factory=Budget)
     seed: int | None = Field(default=None, description="Passed to the models with every call.")
+    verification: Literal["env", "off"] = Field(
+        default="env",
+        description="'env': the environment checks every task node's goal (a refuted claim "
+        "fails the node, a confirmed goal ends or skips it; see docs/verification.md); 'off': "
+        "the executor's claim decides (profile 'paper').")
+    grammar: bool = Field(
+        default=False,
+        description="Constrained decoding: send the environment's grammars (valid actions for "
+        "the executor, checkable plan lines for the planner) with the requests; local: models "
+        "and endpoints configured with guided_decoding apply them, others ignore them.")

@@ -52,6 +52,16 @@ def executor_monitor(env: Environment) -> Monitor | None:
     return monitor
 
 
+def env_grammar(run: Run, kind: str) -> str | None:
+    """The environment's GBNF grammar of ``kind`` (``action``, ``react``, ``plan``) when
+    ``RunConfig.grammar`` is on and the environment has one (``decoding_grammar``)."""
+    if not run.config.grammar:
+        return None
+    get = getattr(run.env, "decoding_grammar", None)
+    grammar: str | None = get(kind) if get is not None else None
+    return grammar
+
+
 async def generate(run: Run, model: ChatModel, request: ChatRequest, node: Node,
                    monitor: Monitor | None) -> tuple[str, Generation | None]:
     """The model's text for ``request``: monitored when enabled and a spec applies."""

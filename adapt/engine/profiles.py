@@ -1,7 +1,7 @@
 """Profiles: ``default`` (the project's improved behaviour) or ``paper`` (the published protocols).
 
 A profile is a set of run settings and environment settings. ``paper`` turns the decoding
-monitor off everywhere, and takes the rest from the environment: an environment class lists what
+monitor and verification off everywhere, and takes the rest from the environment: an environment class lists what
 its paper (or, where the paper is silent, the authors' code) uses in ``paper_profile``::
 
     paper_profile = {
@@ -30,6 +30,8 @@ PROFILES: tuple[str, ...] = ("default", "paper")
 #: what ``paper`` sets for every environment (the papers ran without a decoding monitor)
 PAPER_COMMON: dict[str, dict[str, Any]] = {"monitor": {"enabled": False}}
 _SECTIONS = ("executor", "planner", "monitor")
+#: top-level fields ``paper`` sets (the papers' executors decided by their own claim)
+PAPER_TOP: dict[str, Any] = {"verification": "off"}
 
 
 def profile_settings(profile: str, env: object) -> dict[str, dict[str, Any]]:
@@ -72,6 +74,9 @@ def apply_profile(config: RunConfig, env: object,
         for key, value in settings.get(section, {}).items():
             if key not in explicit:
                 chosen[key] = value
+    for key, value in PAPER_TOP.items():
+        if key not in config.model_fields_set:
+            data[key] = value
     extra = settings.get("environment_config", {})
     return RunConfig.model_validate(data), {**extra, **given}
 

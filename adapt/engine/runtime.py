@@ -22,6 +22,7 @@ from adapt.engine.events import (
     flush,
 )
 from adapt.engine.tree import LLMCall, MonitorTotals, Node, Step, UsageTotals
+from adapt.engine.verification import Watch
 from adapt.envs.base import Environment
 from adapt.errors import BudgetError, CancelledByUser
 from adapt.llm.base import (
@@ -77,6 +78,8 @@ class Run:
         self.episode_done = False
         self.reward = 0.0
         self.monitor_totals = MonitorTotals()
+        #: the task node whose goal is checked after every step (``adapt.engine.verification``)
+        self.watch: Watch | None = None
         self._calls = 0
 
     # -- nodes -----------------------------------------------------------------------------

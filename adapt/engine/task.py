@@ -12,6 +12,7 @@ from adapt.engine.profiles import apply_profile
 from adapt.engine.runtime import CancelCheck, PriceFn, Run
 from adapt.engine.strategies import get_strategy
 from adapt.engine.tree import Node, NodeStatus, Step, TaskResult, TaskStatus
+from adapt.engine.verification import final_verdict
 from adapt.envs.base import Environment
 from adapt.errors import AdaptError, BudgetError, CancelledByUser, LeaseLost, UserError
 from adapt.llm.base import ChatModel
@@ -72,11 +73,26 @@ async def run_task(
         await _final_action(run, final)
 
     root_node: Node | None = run.nodes.get(1)
+    claimed = bool(root_node and root_node.success)
+    final_check = None
+    if root_node is not None and status in ("succeeded", "failed"):
+        final_check = final_verdict(env, root_goal, reward=run.reward,
+                                    episode_done=run.episode_done)
+        if final_check.verdict == "refuted" and status == "succeeded":
+            # the status rule: never "succeeded" against the environment's word (any strategy)
+            status = "failed"
+            await run.update(root_node, status="failed", success=False,
+                             verdict=final_check.verdict, evidence=final_check.evidence)
+        elif root_node.verdict is None and final_check.checkable:
+            await run.update(root_node, verdict=final_check.verdict,
+                             evidence=final_check.evidence)
     ran = [n for n in run.nodes.values() if n.kind == "task" and n.status not in
            ("pending", "skipped")]
     result = TaskResult(
         status=status,
         success=bool(root_node and root_node.success),
+        claimed_success=claimed,
+        verdict=None if final_check is None else final_check.verdict,
         reward=run.reward,
         goal=root_goal,
         strategy=config.strategy,
@@ -90,6 +106,9 @@ async def run_task(
         error=error,
         budget_exceeded=exceeded,
         wall_seconds=time.monotonic() - started,
+        checked_subgoals=sum(1 for n in ran if n.depth > 1 and n.verdict is not None),
+        checkable_subgoals=sum(1 for n in ran if n.depth > 1 and n.verdict in
+                               ("confirmed", "refuted")),
     )
     await run.sink.emit(TaskFinished(result=result))
     await flush(run.sink)

@@ -10,6 +10,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, Field
 
+from adapt.envs.verification import Verdict
+
 NodeKind = Literal["task", "group"]
 LogicOp = Literal["and", "or"]
 NodeStatus = Literal["pending", "running", "succeeded", "failed", "skipped", "cancelled"]
@@ -88,6 +90,12 @@ class Node(BaseModel):
     status: NodeStatus = "pending"
     executor_success: bool | None = None
     self_assessed: bool | None = None
+    #: the executor's own outcome (before verification); None: it made none (skipped/verified)
+    claim: bool | None = None
+    #: the environment's verdict on the goal: confirmed / refuted / unknown; None: not checked
+    verdict: Verdict | None = None
+    #: why (``holds 2 of 6 oak planks``)
+    evidence: str | None = None
     success: bool | None = None
     reward: float | None = None
     termination: str | None = None
@@ -133,7 +141,11 @@ class LLMCall(BaseModel):
 
 class TaskResult(BaseModel):
     status: TaskStatus
-    success: bool  # the controller's verdict (self-assessed where no reward was seen)
+    success: bool  # the controller's verdict; never true when the environment refutes the goal
+    #: what the tree claimed before the final check (the root's success before it)
+    claimed_success: bool | None = None
+    #: the environment's verdict on the root goal at the end (None: verification found nothing)
+    verdict: Verdict | None = None
     reward: float = 0.0
     goal: str
     strategy: str
@@ -148,3 +160,7 @@ class TaskResult(BaseModel):
     error: str | None = None
     budget_exceeded: str | None = None
     wall_seconds: float = 0.0
+    #: planner-made task nodes the environment checked, and how many of them it could decide
+    #: (confirmed or refuted): the share of checkable sub-goals is ``checkable / checked``
+    checked_subgoals: int = 0
+    checkable_subgoals: int = 0

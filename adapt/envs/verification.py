@@ -12,7 +12,7 @@ claim stands). ``evidence`` says why, in words fed back to the next attempt
 (``holds 2 of 6 oak planks``).
 
 Environments without the capability are checked by the episode's reward only: the root goal is
-confirmed by a ``done`` step with reward 1, refuted by a ``done`` step with a lower reward;
+confirmed by reward 1, refuted by a ``done`` step with a lower reward;
 everything else is unknown (``reward_verification``).
 """
 
@@ -64,8 +64,8 @@ def same_goal(a: str, b: str) -> bool:
 
 def reward_verification(reward: float | None, done: bool) -> Verification:
     """The verdict on the root goal from the episode's reward (SQL, Bash, any environment)."""
+    if reward is not None and reward >= 1.0:
+        return Verification("confirmed", f"the environment gave reward {reward:g}")
     if not done or reward is None:
         return UNKNOWN
-    if reward >= 1.0:
-        return Verification("confirmed", f"the environment gave reward {reward:g}")
     return Verification("refuted", f"the episode ended with reward {reward:g}, not 1")

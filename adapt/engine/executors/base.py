@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from adapt.engine.tree import Node, Step
+    from adapt.envs.verification import Verification
 
 THOUGHT_OK = "OK."
 
@@ -28,6 +29,11 @@ class ExecutionResult:
     termination: str  # completed | failed | reward | done | patience | max_steps | ...
     steps: int  # how many steps were recorded
     trajectory: list[Step] = field(default_factory=list)  # those steps, in order
+    #: the executor's own outcome before verification (None: it made none, the environment
+    #: confirmed the goal first)
+    claim: bool | None = None
+    #: the environment's verdict on the goal when the run ended (None: not checked)
+    checked: Verification | None = None
 
 
 def parse_line(raw: str) -> str:

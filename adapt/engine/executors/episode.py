@@ -13,8 +13,11 @@ rest, written once here:
   failure (``completed`` / ``failed``); ``patience`` consecutive failed observations
   (``patience``); the executor's own ending (a final state, an answer); then the budget.
 
-``Episode.conclude`` is the one place an ending becomes the ``ExecutionResult``: checks of a
-claimed outcome (e.g. the environment verifying a self-assessed success) belong there.
+``Episode.conclude`` is the one place an ending becomes the ``ExecutionResult``. Verification
+(``adapt.engine.verification``; when the controller watches this node): after every turn that
+does not end the run, a goal the environment confirms ends it (``verified``, no claim); at the
+end, a claimed success the environment refutes becomes a failure (``refuted``) and a claimed
+failure it confirms a success (``verified``). ``unknown`` keeps the claim.
 """
 
 from __future__ import annotations
@@ -26,6 +29,8 @@ from typing import TYPE_CHECKING
 
 from adapt.engine.executors.base import THOUGHT_OK, ExecuteOptions, ExecutionResult
 from adapt.engine.tree import Step
+from adapt.engine.verification import Watch, check
+from adapt.envs.verification import Verification
 
 if TYPE_CHECKING:
     from adapt.engine.runtime import Run
@@ -136,6 +141,9 @@ class Episode:
                 await self._apply(turn)
                 if ending is not None:
                     return await self.conclude(ending)
+                confirmed = self._confirmed()
+                if confirmed is not None:
+                    return self._result(Ending(True, None, "verified"), None, confirmed)
                 checkpoint = not turn.continues
         finally:
             await turns.aclose()
@@ -165,11 +173,41 @@ class Episode:
             streak = streak + 1 if bad else 0
         return streak
 
+    def _watched(self) -> Watch | None:
+        watch = self.run.watch
+        return watch if watch is not None and watch.node_id == self.node.id else None
+
+    def _check(self, watch: Watch) -> Verification:
+        return check(self.env, watch.goal, watch.mark, reward=self.run.reward,
+                     episode_done=self.run.episode_done)
+
+    def _confirmed(self) -> Verification | None:
+        """The environment's confirmation of the watched goal after a turn, if it gives one."""
+        watch = self._watched()
+        if watch is None:
+            return None
+        verdict = self._check(watch)
+        return verdict if verdict.verdict == "confirmed" else None
+
     async def conclude(self, ending: Ending) -> ExecutionResult:
-        """The run's result. The seam for checking a claimed outcome against the environment
-        (verification): one place, every executor."""
+        """The run's result: the ending, checked against the environment when the node is
+        watched (verification): one place, every executor."""
+        claim = ending.success
+        watch = self._watched()
+        if watch is None:
+            return self._result(ending, claim, None)
+        verdict = self._check(watch)
+        if verdict.verdict == "refuted" and ending.success:
+            ending = Ending(False, ending.self_assessed, "refuted")
+        elif verdict.verdict == "confirmed" and not ending.success:
+            ending = Ending(True, ending.self_assessed, "verified")
+        return self._result(ending, claim, verdict)
+
+    def _result(self, ending: Ending, claim: bool | None,
+                checked: Verification | None) -> ExecutionResult:
         return ExecutionResult(ending.success, ending.self_assessed, self.best_reward,
-                               ending.termination, len(self.steps), list(self.steps))
+                               ending.termination, len(self.steps), list(self.steps),
+                               claim=claim, checked=checked)
 
 
 class EpisodeExecutor:

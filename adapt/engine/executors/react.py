@@ -1,6 +1,7 @@
 """The ReAct executor: one line per LLM call, thoughts get ``OK.``, actions go to the env.
 
 Success: the environment gives reward > 0, or a thought says the task is completed.
+Act-only (``executor.act_only``): every line goes to the environment, no self-assessment.
 Failure: a thought says the task failed; ``patience`` consecutive steps whose observation is a
 failure (as the environment defines it) or ``OK.``; or ``max_steps`` LLM calls used up. (The
 rules are the shared episode's, ``adapt.engine.executors.episode``.)
@@ -10,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncGenerator
 
-from adapt.engine.decoding import executor_monitor, generate
+from adapt.engine.decoding import env_grammar, executor_monitor, generate
 from adapt.engine.executors.base import THOUGHT_OK, parse_line
 from adapt.engine.executors.episode import Episode, EpisodeExecutor, Turn, declaration
 from adapt.engine.prompts import render, trajectory_line
@@ -24,6 +25,9 @@ class ReActExecutor(EpisodeExecutor):
         #: the ADaPT TextCraft code reads the verdict in action lines too (profile paper)
         self.any_line = run.config.executor.self_assessment == "any_line"
         self.monitor = executor_monitor(run.env)
+        #: act-only: no thoughts, no self-assessment (reward and verification end the run)
+        self.act_only = run.config.executor.act_only
+        self.grammar = env_grammar(run, "action" if self.act_only else "react")
 
     async def turns(self, episode: Episode) -> AsyncGenerator[Turn, None]:
         run, env = self.run, self.run.env
@@ -36,12 +40,13 @@ class ReActExecutor(EpisodeExecutor):
                 max_tokens=run.config.executor.max_tokens,
                 temperature=episode.temperature,
                 role="executor",
+                grammar=self.grammar,
             )
             text, generation = await generate(run, run.executor_model, request, episode.node,
                                               self.monitor)
             line = parse_line(text)
             reward, done = 0.0, False
-            if line.lower().startswith("think:"):
+            if line.lower().startswith("think:") and not self.act_only:
                 kind, observation = "thought", THOUGHT_OK
             else:
                 kind = "action"
@@ -52,5 +57,5 @@ class ReActExecutor(EpisodeExecutor):
             step = episode.step(kind=kind, raw=text, text=line, observation=observation,
                                 reward=reward, done=done, extra=extra)
             trajectory.append(trajectory_line(line, observation))
-            yield Turn([step], declared=declaration(line) if kind == "thought" or self.any_line
-                       else None)
+            claims = (kind == "thought" or self.any_line) and not self.act_only
+            yield Turn([step], declared=declaration(line) if claims else None)

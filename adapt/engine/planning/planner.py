@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from adapt.engine.decoding import generate, planner_monitor
+from adapt.engine.decoding import env_grammar, generate, planner_monitor
 from adapt.engine.planning.parse import parse_plan
 from adapt.engine.prompts import render
 from adapt.engine.runtime import Run
@@ -21,7 +21,9 @@ class Planner:
         context = run.context if cfg.propagate_context else None
         prompt = render(run.env, self.template, task=task, context=context)
         request = ChatRequest(prompt=prompt, max_tokens=cfg.max_tokens, stop=list(cfg.stop),
-                              temperature=cfg.temperature, role="planner")
+                              temperature=cfg.temperature, role="planner",
+                              grammar=env_grammar(run, "plan") if self.template == "planner"
+                              else None)
         # the decoding monitor governs the ADaPT planner's format (not other templates')
         monitor = planner_monitor() if self.template == "planner" else None
         text, _ = await generate(run, run.planner_model, request, node, monitor)

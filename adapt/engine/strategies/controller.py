@@ -9,17 +9,23 @@
   combination of its children.
 - After every successful task node the environment's salient state is propagated to later
   executor prompts (and planner prompts, unless disabled).
+- Verification (``RunConfig.verification``, :mod:`adapt.engine.verification`): the environment
+  checks each task node's goal before (already satisfied: skipped, ``verified``), during (confirmed:
+  the run ends early) and after its executor run (a refuted claim fails the node, ``refuted``, and
+  the evidence goes into the planner's task).
 - When the environment ends the episode (e.g. the goal item entered the inventory), every node
   not yet run is skipped; the combination then counts only the children that ran.
 """
 
 from __future__ import annotations
 
+from adapt.engine import verification
 from adapt.engine.executors import make_executor
 from adapt.engine.executors.base import ExecuteOptions, ExecutionResult, Executor
 from adapt.engine.planning.planner import Planner
 from adapt.engine.runtime import Run
 from adapt.engine.tree import LogicExpr, LogicGroup, Node, StepRef
+from adapt.engine.verification import Watch
 
 
 def describe(expr: LogicExpr, steps: list[str]) -> str:
@@ -49,6 +55,8 @@ class AdaptController:
         result = await self.try_executor(node, task)
         if result.success:
             return await self.finish(node, True)
+        if node.verdict == "refuted" and node.evidence:  # the next attempt hears why
+            task = f"{task}\n{verification.feedback(node.evidence)}"
         if rolls_back and not run.episode_done:  # a failed attempt leaves nothing behind
             env.rollback(mark)  # type: ignore[attr-defined]
         if run.episode_done or node.depth >= run.config.d_max:
@@ -70,14 +78,34 @@ class AdaptController:
         """Mark the node running, run the executor on it, record the outcome on the node.
 
         ``options``: a strategy's changes for this run (step budget, temperature, extra
-        context); the node's ``context_in`` shows the context the executor got."""
+        context); the node's ``context_in`` shows the context the executor got. With
+        verification on, the environment checks the goal first (already satisfied: the node
+        is skipped with no call) and the episode checks it during and after the run
+        (``adapt.engine.verification``)."""
         run = self.run
         extra = options.extra_context if options is not None else None
         context_in = run.context if extra is None else extra
         await run.update(node, status="running", context_in=context_in)
-        result = await self.executor.execute(node, task, options)
+        if run.config.verification == "env":
+            env = run.env
+            watch = Watch(node.id, node.goal, verification.mark(env))
+            self.marks[node.id] = watch.mark
+            before = verification.check(env, node.goal, watch.mark, reward=run.reward,
+                                        episode_done=run.episode_done)
+            if before.verdict == "confirmed":  # already satisfied: skip it, no call
+                await run.update(node, executor_success=True, verdict="confirmed",
+                                 evidence=before.evidence, termination="verified")
+                return ExecutionResult(True, None, 0.0, "verified", 0)
+            run.watch = watch
+        try:
+            result = await self.executor.execute(node, task, options)
+        finally:
+            run.watch = None
+        checked = result.checked
         await run.update(
             node, executor_success=result.success, self_assessed=result.self_assessed,
+            claim=result.claim, verdict=None if checked is None else checked.verdict,
+            evidence=None if checked is None else checked.evidence or None,
             reward=result.reward, termination=result.termination,
         )
         return result

@@ -50,8 +50,8 @@ async def test_with_the_monitor_off_the_malformed_line_goes_to_the_environment()
 
 
 async def test_a_plan_without_execution_order_is_completed_at_generation_time() -> None:
+    # step 1 ends when the environment confirms the logs are held (verification)
     executor = ScriptedModel(["think: I cannot. Task failed!", "get 1 oak logs",
-                              "think: I have the logs. Task completed!",
                               "craft 4 oak planks using 1 oak logs"])
     planner = ScriptedModel(["Step 1: fetch 1 oak logs\nStep 2: craft oak planks",
                              " (Step 1 AND Step 2)"])
