@@ -23,6 +23,17 @@ STYLE = {
 }
 
 
+VERDICT_STYLE = {"confirmed": "green", "refuted": "red", "unknown": "dim"}
+
+
+def claim_vs_verdict(node: Node) -> str:
+    """``claim: success, env: refuted (holds 2 of 6 oak planks)`` for a task node."""
+    claim = {True: "success", False: "failure", None: "none"}[node.claim]
+    env = node.verdict or "not checked"
+    evidence = f" ({node.evidence})" if node.evidence else ""
+    return f"[claim: {claim}, env: {env}{evidence}]"
+
+
 def node_label(node: Node, sink: MemorySink) -> Text:
     icon, style = STYLE[node.status]
     text = Text(f"{icon} ", style=style)
@@ -39,6 +50,8 @@ def node_label(node: Node, sink: MemorySink) -> Text:
         if node.termination:
             text.append(f", executor: {node.termination}", style="dim")
         text.append(")", style="dim")
+    if node.verdict is not None or node.claim is not None:
+        text.append("  " + claim_vs_verdict(node), style=VERDICT_STYLE.get(node.verdict or "", "dim"))
     if node.logic and node.kind == "task":
         text.append(f"  → plan [{node.logic.upper()}]", style="cyan")
     if node.status == "running":
@@ -69,6 +82,12 @@ def render_summary(result: TaskResult, models: dict[str, str]) -> RenderableType
     colour = "green" if result.status == "succeeded" else "red"
     table.add_row("status", Text(result.status, style=f"bold {colour}"))
     table.add_row("environment reward", f"{result.reward:g}")
+    if result.verdict is not None:
+        claimed = "success" if result.claimed_success else "failure"
+        table.add_row("claim vs environment", f"{claimed} claimed, environment: {result.verdict}")
+    if result.checked_subgoals:
+        table.add_row("checkable sub-goals", f"{result.checkable_subgoals} of "
+                      f"{result.checked_subgoals} checked")
     table.add_row("strategy", f"{result.strategy} (d_max {result.d_max})")
     for role, name in models.items():
         table.add_row(f"{role} model", name)

@@ -220,6 +220,14 @@ class NodePublic(BaseModel):
                         description="pending, running, succeeded, failed, skipped or cancelled")
     executor_success: bool | None
     self_assessed: bool | None
+    claim: bool | None = Field(default=None, description="The executor's own outcome for the "
+                               "node (before verification); null: it made none (the node was "
+                               "skipped as already satisfied, or verified mid-run).")
+    verdict: Literal["confirmed", "refuted", "unknown"] | None = Field(
+        default=None, description="The environment's verdict on the node's goal; null: not "
+        "checked (verification off, or a group node).")
+    evidence: str | None = Field(default=None, description="Why, e.g. 'holds 2 of 6 oak "
+                                 "planks'.")
     success: bool | None
     reward: float | None
     termination: str | None
@@ -233,7 +241,8 @@ class NodePublic(BaseModel):
         return dict(
             id=n.id, parent_id=n.parent_id, position=n.position, kind=n.kind, goal=n.goal,
             depth=n.depth, logic=n.logic, status=n.status, executor_success=n.executor_success,
-            self_assessed=n.self_assessed, success=n.success, reward=n.reward,
+            self_assessed=n.self_assessed, claim=n.claim, verdict=n.verdict,
+            evidence=n.evidence, success=n.success, reward=n.reward,
             termination=n.termination, steps_count=n.steps_count,
             usage=UsageTotals.model_validate(n.usage or {}), error=n.error, label=n.label,
         )

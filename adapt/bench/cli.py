@@ -87,6 +87,14 @@ def bench_textcraft(
     profile: Annotated[str, typer.Option(
         "--profile", help="Comma-separated profiles to compare side by side: default, paper "
         "(the published protocols; see docs/reproducing-the-papers.md).")] = "default",
+    verification: Annotated[str | None, typer.Option(
+        "--verification", help="env: the environment checks every node's goal (default); off: "
+        "the executor's claim decides (profile paper). See docs/verification.md.")] = None,
+    grammar: Annotated[bool, typer.Option(
+        "--grammar/--no-grammar", help="Constrained decoding: send the game's action and plan "
+        "grammars (applied by local: models and endpoints with guided_decoding).")] = False,
+    act_only: Annotated[bool, typer.Option(
+        "--act-only", help="ReAct executor without thoughts or self-assessment.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Benchmark strategies on TextCraft (the paper's tables 4 and 7, figure 4).
@@ -156,8 +164,13 @@ def bench_textcraft(
                 base_config=RunConfig.model_validate(
                     {"monitor": {} if monitor is None else {"enabled": monitor},
                      **({} if planner_max_tokens is None
-                        else {"planner": {"max_tokens": planner_max_tokens}})}),
+                        else {"planner": {"max_tokens": planner_max_tokens}}),
+                     **({} if verification is None else {"verification": verification}),
+                     **({"grammar": True} if grammar else {}),
+                     **({"executor": {"act_only": True}} if act_only else {})}),
             )
+    except ValidationError as exc:
+        fail(validation_message(exc))
     except UserError as exc:
         fail(str(exc))
     print_table(report, Console())

@@ -26,6 +26,19 @@ from adapt.engine.tree import MonitorTotals, UsageTotals
 TIMING_KEYS = frozenset({"wall_seconds", "elapsed_seconds", "mean_task_seconds"})
 
 
+class NodeCheck(BaseModel):
+    """Claim vs verdict of one task node (``tasks.jsonl``, key ``node_checks``)."""
+
+    id: int
+    depth: int
+    goal: str
+    status: str
+    claim: bool | None
+    verdict: str | None
+    evidence: str | None
+    termination: str | None
+
+
 class TaskRecord(BaseModel):
     """One task run: a line of ``tasks.jsonl``."""
 
@@ -48,6 +61,18 @@ class TaskRecord(BaseModel):
     error: str | None = None
     #: what the decoding monitor did in this run (validations, violations, corrections)
     monitor: MonitorTotals = Field(default_factory=MonitorTotals)
+    #: what the tree claimed before the environment's final word (None: not recorded)
+    claimed_success: bool | None = None
+    #: planner-made task nodes the environment checked / could decide (verification)
+    checked_subgoals: int = 0
+    checkable_subgoals: int = 0
+    #: claim vs verdict of every task node that ran
+    node_checks: list[NodeCheck] = Field(default_factory=list)
+
+    @property
+    def claimed(self) -> bool:
+        """The self-assessed outcome (the claim before the environment's final check)."""
+        return self.success if self.claimed_success is None else self.claimed_success
 
     @property
     def solved(self) -> bool:
@@ -93,6 +118,8 @@ class EntryBase(BaseModel):
     mean_task_seconds: float
     statuses: dict[str, int]
     errors: int
+    #: share of the planner's sub-goals the environment could decide (None: none checked)
+    checkable_subgoal_share: float | None = None
 
 
 class BenchEntry(EntryBase):
@@ -168,7 +195,7 @@ def _depth_stats(records: Sequence[TaskRecord]) -> DepthStats:
         tasks=len(records),
         successes=len(wins),
         success_rate=_rate(len(wins), len(records)),
-        self_assessed_success_rate=_rate(sum(r.success for r in records), len(records)),
+        self_assessed_success_rate=_rate(sum(r.claimed for r in records), len(records)),
         k_max=_mean([r.max_depth for r in wins]),
     )
 
@@ -191,7 +218,10 @@ def aggregate(
     for r in records:
         cost = None if cost is None or r.usage.cost_usd is None else cost + r.usage.cost_usd
     wall = sum(r.wall_seconds for r in records)
+    checked = sum(r.checked_subgoals for r in records)
     return BenchEntry(
+        checkable_subgoal_share=(sum(r.checkable_subgoals for r in records) / checked
+                                 if checked else None),
         strategy=strategy,
         profile=profile,
         model=model.label,

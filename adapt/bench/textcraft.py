@@ -36,8 +36,21 @@ from typing import Any, get_args
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
-from adapt.bench.report import BenchEntry, BenchReport, ModelInfo, TaskRecord, aggregate
-from adapt.engine import RunConfig, available_executors, available_strategies, run_task
+from adapt.bench.report import (
+    BenchEntry,
+    BenchReport,
+    ModelInfo,
+    NodeCheck,
+    TaskRecord,
+    aggregate,
+)
+from adapt.engine import (
+    MemorySink,
+    RunConfig,
+    available_executors,
+    available_strategies,
+    run_task,
+)
 from adapt.engine.profiles import PROFILES, apply_profile
 from adapt.engine.runtime import PriceFn
 from adapt.envs.textcraft import TextCraft, TextCraftConfig
@@ -235,9 +248,10 @@ class _Job:
 async def _run_one(job: _Job, config: RunConfig, price: PriceFn | None,
                    env_extra: dict[str, Any]) -> ExecutorTaskRecord:
     env = TextCraft()
+    sink = MemorySink()
     try:
         result = await run_task(env, {**job.task.config, **env_extra}, config,
-                                job.model.executor, job.model.planner, price=price)
+                                job.model.executor, job.model.planner, price=price, sink=sink)
     finally:
         env.close()
     return ExecutorTaskRecord(
@@ -246,8 +260,18 @@ async def _run_one(job: _Job, config: RunConfig, price: PriceFn | None,
         success=result.success, max_depth=result.max_depth, nodes=result.nodes,
         usage=result.usage, usage_by_role=dict(sorted(result.usage_by_role.items())),
         wall_seconds=result.wall_seconds, error=result.error, executor=job.executor,
-        monitor=result.monitor,
+        monitor=result.monitor, claimed_success=result.claimed_success,
+        checked_subgoals=result.checked_subgoals, checkable_subgoals=result.checkable_subgoals,
+        node_checks=node_checks(sink),
     )
+
+
+def node_checks(sink: MemorySink) -> list[NodeCheck]:
+    """Claim vs verdict of every task node that ran, in id order."""
+    return [NodeCheck(id=n.id, depth=n.depth, goal=n.goal, status=n.status, claim=n.claim,
+                      verdict=n.verdict, evidence=n.evidence, termination=n.termination)
+            for n in sorted(sink.nodes.values(), key=lambda n: n.id)
+            if n.kind == "task" and n.status not in ("pending", "skipped")]
 
 
 def _as_models(models: Sequence[BenchModel | str] | BenchModel | str | None) -> list[BenchModel]:

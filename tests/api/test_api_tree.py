@@ -15,7 +15,7 @@ from api.deps import KeysCache
 from tests.api.apiutil import count_rows, create, insert_tree, run_engine, sessions_of
 
 NODE_KEYS = {"id", "kind", "goal", "depth", "logic", "status", "executor_success", "success",
-             "reward", "steps_count", "usage", "children"}
+             "reward", "steps_count", "usage", "children", "claim", "verdict", "evidence"}
 
 
 def walk(node: dict[str, Any]) -> Iterator[dict[str, Any]]:
@@ -70,6 +70,12 @@ async def test_tree_of_a_real_run_is_nested_and_complete(
             assert child["parent_id"] == node["id"]
             assert child["depth"] >= node["depth"]
     assert root["success"] is True and root["executor_success"] is False
+    # claim vs verdict on every task node (verification is on by default)
+    # the executor claimed failure; the environment confirmed the goal once the children ran
+    assert root["verdict"] == "confirmed" and root["claim"] is False
+    assert all(n["verdict"] in ("confirmed", "refuted", "unknown") for n in nodes
+               if n["kind"] == "task" and n["status"] in ("succeeded", "failed"))
+    assert any(n["evidence"] for n in nodes if n["depth"] > 1)
     assert any(n["kind"] == "group" or n["logic"] for n in nodes)
     assert sum(n["steps_count"] for n in nodes) == await count_rows(app, StepRow)
 

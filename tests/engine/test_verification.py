@@ -49,10 +49,12 @@ async def test_refute_skip_confirm_and_feedback() -> None:
     assert result.status == "succeeded" and result.reward == 1.0 and result.verdict == "confirmed"
 
     root = sink.nodes[1]
-    assert (root.claim, root.verdict, root.termination) == (True, "refuted", "refuted")
-    assert root.evidence == "the goal item has not been crafted (reward 0)"
+    assert (root.claim, root.termination) == (True, "refuted")  # the executor's run: refuted
+    refutation = "the goal item has not been crafted (reward 0)"
     # the refutation's evidence reaches the planner's next attempt
-    assert FEEDBACK.format(evidence=root.evidence) in planner.requests[0].as_prompt()
+    assert FEEDBACK.format(evidence=refutation) in planner.requests[0].as_prompt()
+    # once the children ran, the environment's final word on the root's goal
+    assert root.verdict == "confirmed" and root.evidence == "the goal item was crafted (reward 1)"
 
     honey = by_goal(sink, "fetch 3 honeycomb")
     assert honey.status == "succeeded" and honey.steps_count == 0  # type: ignore[attr-defined]
@@ -61,10 +63,11 @@ async def test_refute_skip_confirm_and_feedback() -> None:
     assert honey.evidence == "holds 3 of 3 honeycomb"  # type: ignore[attr-defined]
 
     planks = by_goal(sink, "fetch 6 oak planks")
-    assert planks.claim is True and planks.verdict == "refuted"  # type: ignore[attr-defined]
-    assert planks.evidence == "holds 4 of 6 oak planks"  # type: ignore[attr-defined]
+    assert planks.claim is True and planks.termination == "refuted"  # type: ignore[attr-defined]
     assert "holds 4 of 6 oak planks" in planner.requests[1].as_prompt()
-    assert planks.success is True  # by its child  # type: ignore[attr-defined]
+    # after its child: the environment confirms the goal
+    assert planks.success is True and planks.verdict == "confirmed"  # type: ignore[attr-defined]
+    assert planks.evidence == "holds 8 of 6 oak planks"  # type: ignore[attr-defined]
 
     more = by_goal(sink, "craft 4 oak planks using 1 oak logs")
     assert (more.claim, more.verdict, more.termination) == (  # type: ignore[attr-defined]
@@ -146,3 +149,20 @@ async def test_grammars_and_act_only_go_into_the_requests() -> None:
     plain = ScriptedModel(["think: Task failed!"])
     await run_task(env, {"goal": "craft oak planks"}, RunConfig(d_max=1), plain)
     assert plain.requests[0].grammar is None
+
+
+async def test_cli_tree_view_shows_claim_vs_verdict() -> None:
+    from rich.console import Console
+
+    from adapt.liveview import render_summary, render_tree
+
+    executor = ScriptedModel(["get 3 honeycomb", "think: Task completed!"])
+    sink = MemorySink()
+    result = await run_task(TextCraft(), BEEHIVE, RunConfig(d_max=1), executor, sink=sink)
+    console = Console(record=True, width=200)
+    console.print(render_tree(sink))
+    console.print(render_summary(result, {"executor": "scripted"}))
+    text = console.export_text()
+    assert ("[claim: success, env: refuted (the goal item has not been crafted (reward 0))]"
+            in text)
+    assert "success claimed, environment: refuted" in text

@@ -12,7 +12,8 @@
 - Verification (``RunConfig.verification``, :mod:`adapt.engine.verification`): the environment
   checks each task node's goal before (already satisfied: skipped, ``verified``), during (confirmed:
   the run ends early) and after its executor run (a refuted claim fails the node, ``refuted``, and
-  the evidence goes into the planner's task).
+  the evidence goes into the planner's task); a decomposed node's goal is checked again once
+  its children ran (the environment's verdict, where it has one, decides the node).
 - When the environment ends the episode (e.g. the goal item entered the inventory), every node
   not yet run is skipped; the combination then counts only the children that ran.
 """
@@ -44,6 +45,8 @@ class AdaptController:
         self.run = run
         self.executor = executor if executor is not None else make_executor(run)
         self.planner = Planner(run)
+        #: verification marks taken when task nodes started (node id -> mark)
+        self.marks: dict[int, object | None] = {}
 
     async def solve(self, node: Node, task: str | None = None) -> bool:
         """Run one task node (recursively). ``task`` defaults to the env's observation."""
@@ -71,7 +74,20 @@ class AdaptController:
         await run.update(node, plan=plan, logic=group.op)
         children = await self.build(node, group, plan.steps, node.depth + 1)
         ok = await self.run_children(group.op, children)
-        return await self.finish(node, ok)
+        return await self.finish(node, await self.verify_decomposed(node, ok))
+
+    async def verify_decomposed(self, node: Node, ok: bool) -> bool:
+        """A decomposed node's outcome: the environment's verdict on its goal once its
+        children ran, where it can decide it; else the logic combination ``ok``."""
+        run = self.run
+        if run.config.verification == "off":
+            return ok
+        check = verification.check(run.env, node.goal, self.marks.get(node.id),
+                                   reward=run.reward, episode_done=run.episode_done)
+        if not check.checkable:
+            return ok
+        await run.update(node, verdict=check.verdict, evidence=check.evidence or None)
+        return check.verdict == "confirmed"
 
     async def try_executor(self, node: Node, task: str,
                            options: ExecuteOptions | None = None) -> ExecutionResult:
