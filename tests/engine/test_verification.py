@@ -158,7 +158,8 @@ async def test_cli_tree_view_shows_claim_vs_verdict() -> None:
 
     executor = ScriptedModel(["get 3 honeycomb", "think: Task completed!"])
     sink = MemorySink()
-    result = await run_task(TextCraft(), BEEHIVE, RunConfig(d_max=1), executor, sink=sink)
+    config = RunConfig(d_max=1, verification="off")  # the final check still refutes it
+    result = await run_task(TextCraft(), BEEHIVE, config, executor, sink=sink)
     console = Console(record=True, width=200)
     console.print(render_tree(sink))
     console.print(render_summary(result, {"executor": "scripted"}))
