@@ -19,6 +19,9 @@ SIM = "sim:textcraft?capability=1&error_rate=0.1&seed=7"
 #: how far (absolute success rate) ADaPT at d_max 4 must be ahead of each baseline at d_max 4
 #: (paper table 4: 52 vs 19 / 15 / 27)
 BASELINES = {"react": 0.4, "try_again": 0.4, "plan_and_execute": 0.15}
+#: under ``default`` the environment verifies every node (docs/verification.md), which lifts
+#: plan_and_execute's checked steps too (its false claims are caught): a smaller gap
+DEFAULT_MARGIN = {"plan_and_execute": 0.1}
 
 
 @pytest.fixture(scope="module", params=["default", "paper"])
@@ -40,7 +43,10 @@ def test_adapt_beats_the_baselines_by_far(report: BenchReport, baseline: str) ->
     if baseline not in report.strategies:
         pytest.skip(f"strategy {baseline!r} is not registered")
     ours, theirs = entry(report, "adapt", 4), entry(report, baseline, 4)
-    assert ours.success_rate >= theirs.success_rate + BASELINES[baseline], (
+    margin = BASELINES[baseline]
+    if report.profiles == ["default"]:
+        margin = DEFAULT_MARGIN.get(baseline, margin)
+    assert ours.success_rate >= theirs.success_rate + margin, (
         f"adapt {ours.success_rate:.0%} vs {baseline} {theirs.success_rate:.0%}")
 
 
