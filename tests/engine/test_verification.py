@@ -167,3 +167,15 @@ async def test_cli_tree_view_shows_claim_vs_verdict() -> None:
     assert ("[claim: success, env: refuted (the goal item has not been crafted (reward 0))]"
             in text)
     assert "success claimed, environment: refuted" in text
+
+
+async def test_a_retry_of_a_refuted_goal_hears_the_evidence() -> None:
+    executor = ScriptedModel(["get 3 honeycomb", "think: Task completed!",
+                              "think: Task failed!"])
+    planner = ScriptedModel(["Step 1: craft beehive\nExecution Order: (Step 1)"])
+    sink = MemorySink()
+    await run_task(TextCraft(), BEEHIVE, RunConfig(d_max=2), executor, planner, sink=sink)
+    note = FEEDBACK.format(evidence="the goal item has not been crafted (reward 0)")
+    assert note not in (executor.requests[0].prompt or "")
+    assert note in (executor.requests[2].prompt or "")  # the child with the same goal
+    assert note in (sink.nodes[2].context_in or "")

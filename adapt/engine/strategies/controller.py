@@ -20,6 +20,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from adapt.engine import verification
 from adapt.engine.executors import make_executor
 from adapt.engine.executors.base import ExecuteOptions, ExecutionResult, Executor
@@ -27,6 +29,10 @@ from adapt.engine.planning.planner import Planner
 from adapt.engine.runtime import Run
 from adapt.engine.tree import LogicExpr, LogicGroup, Node, StepRef
 from adapt.engine.verification import Watch
+
+
+def goal_key(goal: str) -> str:
+    return " ".join(goal.lower().split()).rstrip(".")
 
 
 def describe(expr: LogicExpr, steps: list[str]) -> str:
@@ -47,6 +53,8 @@ class AdaptController:
         self.planner = Planner(run)
         #: verification marks taken when task nodes started (node id -> mark)
         self.marks: dict[int, object | None] = {}
+        #: the latest refutation evidence per goal, for the next attempt at the same goal
+        self.refuted: dict[str, str] = {}
 
     async def solve(self, node: Node, task: str | None = None) -> bool:
         """Run one task node (recursively). ``task`` defaults to the env's observation."""
@@ -113,11 +121,19 @@ class AdaptController:
                                  evidence=before.evidence, termination="verified")
                 return ExecutionResult(True, None, 0.0, "verified", 0)
             run.watch = watch
+            earlier = self.refuted.get(goal_key(node.goal))
+            if earlier is not None:  # a retry of a refuted goal hears why the last one failed
+                note = verification.feedback(earlier)
+                extra = note if extra is None else f"{extra}\n{note}"
+                options = replace(options or ExecuteOptions(), extra_context=extra)
+                await run.update(node, context_in="\n".join(x for x in (context_in, note) if x))
         try:
             result = await self.executor.execute(node, task, options)
         finally:
             run.watch = None
         checked = result.checked
+        if checked is not None and checked.verdict == "refuted" and checked.evidence:
+            self.refuted[goal_key(node.goal)] = checked.evidence
         await run.update(
             node, executor_success=result.success, self_assessed=result.self_assessed,
             claim=result.claim, verdict=None if checked is None else checked.verdict,
