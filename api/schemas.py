@@ -102,10 +102,16 @@ class TaskCreate(BaseModel):
         description="The decoding monitor on the executor's and planner's output (on by default).")
     budget: BudgetCreate = Field(default_factory=BudgetCreate)
     seed: int | None = Field(default=None, description="Passed to the models with every call.")
+    verification: Literal["env", "off"] = Field(
+        default="env", description=RunConfig.model_fields["verification"].description)
+    grammar: bool = Field(default=False,
+                          description=RunConfig.model_fields["grammar"].description)
 
     def run_config(self) -> RunConfig:
         # exclude_unset: the profile fills in only what the user did not set
+        chosen = self.model_dump(include={"verification", "grammar"}, exclude_unset=True)
         return RunConfig(
+            **chosen,
             strategy=self.strategy, d_max=self.d_max, seed=self.seed,
             budget=Budget.model_validate(self.budget.model_dump(exclude_unset=True)),
             monitor=MonitorConfig.model_validate(self.monitor.model_dump(exclude_unset=True)),

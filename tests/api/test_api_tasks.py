@@ -73,9 +73,21 @@ async def test_profile_paper_is_stored_and_shown(client: httpx.AsyncClient) -> N
     assert (executor["max_steps"], executor["patience"], executor["max_tokens"]) == (9, 8, 150)
     assert detail["run_config"]["monitor"]["enabled"] is False
     assert detail["run_config"]["planner"]["propagate_context"] is False
+    assert detail["run_config"]["verification"] == "off"  # the papers' executors decide
     plain = (await client.post("/tasks", json={"environment": "textcraft",
                                                "environment_config": {"seed": 3}})).json()
     assert plain["profile"] == "default" and plain["environment_config"] == {"seed": 3}
+    plain_detail = (await client.get(f"/tasks/{plain['id']}")).json()
+    assert plain_detail["run_config"]["verification"] == "env"
+    assert plain_detail["run_config"]["grammar"] is False
+    chosen = (await client.post("/tasks", json={
+        "environment": "textcraft", "environment_config": {"seed": 3}, "profile": "paper",
+        "verification": "env", "grammar": True, "executor": {"act_only": True}})).json()
+    chosen_config = (await client.get(f"/tasks/{chosen['id']}")).json()["run_config"]
+    assert chosen_config["verification"] == "env" and chosen_config["grammar"] is True
+    assert chosen_config["executor"]["act_only"] is True
+    bad = await client.post("/tasks", json={"environment": "textcraft", "verification": "yes"})
+    assert bad.status_code == 422 and "verification" in bad.text
 
 
 async def test_create_with_every_option_stores_the_run_config(client: httpx.AsyncClient) -> None:
