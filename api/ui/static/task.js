@@ -32,6 +32,9 @@ export async function taskPage(main, taskId, params, signal) {
   const base = `/ui/tasks/${encodeURIComponent(taskId)}`;
   const path = `/tasks/${encodeURIComponent(taskId)}`;
   const view = params.get("view") === "timeline" ? "timeline" : "tree";
+  // the tree is requested at once, alongside the task: first paint needs both
+  const treeRequest = view === "tree" ? api(`${path}/tree`, { signal }) : null;
+  treeRequest?.catch(() => {}); // awaited (and reported) below
   let task;
   try {
     task = await api(path, { signal });
@@ -136,7 +139,7 @@ export async function taskPage(main, taskId, params, signal) {
   panel.addEventListener("keydown", escape);
   let treeData;
   try {
-    treeData = await api(`${path}/tree`, { signal });
+    treeData = await treeRequest;
   } catch (error) {
     treeBox.replaceChildren(problemBox(error));
     return;
