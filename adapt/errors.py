@@ -9,6 +9,8 @@
 - ``UserError``: misconfiguration (unknown environment, bad model spec, invalid config, an
   unreadable behaviour specification). The message says how to fix it.
 - ``ProviderError``: the LLM provider failed after retries.
+- ``TaskInterrupted``: the attempt stops, but nothing about the task is final (the provider is
+  unreachable for now, the worker is shutting down); the service resumes it later by replay.
 """
 
 from __future__ import annotations
@@ -74,7 +76,32 @@ class RealModelRefused(UserError):
 
 # -- provider errors -------------------------------------------------------------------------
 class ProviderError(AdaptError):
-    """The LLM provider failed (after retries)."""
+    """The LLM provider failed (after retries). ``retryable``: a transient failure (429, 5xx,
+    timeout, connection); ``retry_after``: the seconds the provider asked to wait, if it said."""
+
+    def __init__(self, message: str, *, retryable: bool = False,
+                 retry_after: float | None = None, status: int | None = None) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+        self.retry_after = retry_after
+        self.status = status
+
+
+# -- interruptions: the attempt stops, the task is resumed later --------------------------------
+class TaskInterrupted(AdaptError):
+    """Stop this attempt without finishing the task (not caught by the engine)."""
+
+
+class ProviderUnavailable(ProviderError, TaskInterrupted):
+    """A transient provider failure outlasted the retries the task may spend."""
+
+    def __init__(self, message: str, *, retries: int = 0) -> None:
+        super().__init__(message, retryable=True)
+        self.retries = retries
+
+
+class Draining(TaskInterrupted):
+    """The worker is shutting down: no new LLM call is started."""
 
 
 class ReplayDivergence(AdaptError):

@@ -65,10 +65,13 @@ class ModelFactory:
     """Checks and builds models from spec strings, with the operator's settings."""
 
     def __init__(self, settings: Settings, *, operator: bool = False,
-                 pool: ClientPool | None = None) -> None:
+                 pool: ClientPool | None = None, client_retries: int | None = None) -> None:
         self.settings = settings
         self.operator = operator
         self.pool = pool
+        #: retries inside the HTTP client (None: ``llm_max_retries``; the service passes 0
+        #: and retries itself, see ``adapt.llm.retry``)
+        self.client_retries = client_retries
         self.endpoints = endpoint_list(settings, operator=operator)
 
     def endpoint(self, spec: ModelSpec) -> Endpoint:
@@ -130,7 +133,9 @@ class ModelFactory:
         cls = OpenAIChatModel if parsed.backend == "openai" else OpenAICompletionModel
         s = self.settings
         return cls(parsed.model, base_url=endpoint.base_url, api_key=endpoint.api_key or NO_KEY,
-                   timeout=s.llm_timeout, max_retries=s.llm_max_retries,
+                   timeout=s.llm_timeout,
+                   max_retries=(s.llm_max_retries if self.client_retries is None
+                                else self.client_retries),
                    allow_remote=s.allow_remote_llm, simulated=parsed.simulated, pool=self.pool,
                    endpoint=endpoint.name, guided_decoding=endpoint.guided_decoding)
 

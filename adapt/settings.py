@@ -92,7 +92,14 @@ class Settings(BaseSettings):
         "(guided_grammar). Unset: grammars are not sent; the decoding monitor corrects output.",
     )
     llm_timeout: float = Field(default=60.0, gt=0, description="Seconds per LLM request.")
-    llm_max_retries: int = Field(default=3, ge=0, description="Retries on 429/5xx/timeouts.")
+    llm_max_retries: int = Field(default=3, ge=0, description="Retries of one LLM call on "
+                                 "429/5xx/timeouts (honouring Retry-After, else backoff).")
+    llm_retry_budget: int = Field(
+        default=20, ge=0, description="Retries all LLM calls of one task run may spend; past it "
+        "the task stops in a state POST /tasks/{id}/resume resumes.")
+    llm_retry_max_wait: float = Field(
+        default=60.0, gt=0, description="Longest Retry-After (seconds) a task waits out; a "
+        "longer one stops the task (resumable).")
     pricing: str | None = Field(
         default=None,
         description='JSON price overrides, dollars per million tokens: {"model": [prompt, '
@@ -123,7 +130,11 @@ class Settings(BaseSettings):
         default=30.0, gt=0, description="A running task's lease; another worker may take the "
         "task over when it expires.",
     )
-    heartbeat_seconds: float = Field(default=10.0, gt=0, description="Lease renewal interval.")
+    heartbeat_seconds: float = Field(default=10.0, gt=0, description="Lease renewal and "
+                                     "worker liveness interval.")
+    drain_seconds: float = Field(
+        default=10.0, ge=0, description="On shutdown (SIGTERM), how long LLM calls in flight may "
+        "take to be answered and recorded before the tasks are handed back.")
     sweep_seconds: float = Field(
         default=15.0, gt=0, description="How often expired leases and stuck queued tasks are "
         "re-dispatched.",

@@ -1,4 +1,5 @@
-"""Pure ASGI middleware: the request body limit and the last-resort 500 handler."""
+"""Pure ASGI middleware: the request body limit and the last-resort error handler (503 with
+``Retry-After`` while the database is unreachable, else 500)."""
 
 from __future__ import annotations
 
@@ -8,7 +9,11 @@ from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from adapt.service.faults import is_database_error
 from api.problems import PROBLEM_JSON, problem_body
+
+#: seconds a client is asked to wait while the database is unreachable
+DATABASE_RETRY_AFTER = 5
 
 log = logging.getLogger(__name__)
 
@@ -99,7 +104,8 @@ class BodyLimitMiddleware:
 
 
 class CatchAllMiddleware:
-    """Log an unexpected exception and answer 500 problem details (no stack trace leaks)."""
+    """Answer an exception nothing else handled as problem details (no stack trace, no SQL
+    leaks): 503 with ``Retry-After`` when the database is unreachable, else 500 (logged)."""
 
     def __init__(self, app: ASGIApp) -> None:
         self.app = app
@@ -118,7 +124,18 @@ class CatchAllMiddleware:
 
         try:
             await self.app(scope, receive, tracking_send)
-        except Exception:
+        except Exception as exc:
+            if is_database_error(exc):
+                log.warning("database unavailable on %s %s: %s", scope.get("method"),
+                            scope.get("path"), type(exc).__name__)
+                if started:
+                    raise
+                await _send_problem(send, 503, problem_body(
+                    503, "the database is unavailable; retry after the time in Retry-After",
+                    slug="database-unavailable", title="Service Unavailable",
+                    instance=scope.get("path"),
+                ), [(b"retry-after", str(DATABASE_RETRY_AFTER).encode())])
+                return
             log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
             if started:
                 raise

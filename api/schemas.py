@@ -306,6 +306,8 @@ class LLMCallPublic(BaseModel):
         default=None, description="The decoding monitor's record for this call: validations, "
         "violations, corrections, the violation and the correction prefix; null when the call "
         "was not monitored.")
+    retries: int = Field(default=0, description="Transient provider errors (429, 5xx, "
+                         "timeouts) retried before this answer.")
     attempt: int
     created_at: datetime
 
@@ -317,8 +319,8 @@ class LLMCallPublic(BaseModel):
             messages=(c.messages or {}).get("messages"), stop=(c.stop or {}).get("stop") or [],
             completion=c.completion, prompt_tokens=c.prompt_tokens,
             completion_tokens=c.completion_tokens, usage_estimated=c.usage_estimated,
-            latency_s=c.latency_s, cost_usd=c.cost_usd, monitor=c.monitor, attempt=c.attempt,
-            created_at=c.created_at,
+            latency_s=c.latency_s, cost_usd=c.cost_usd, monitor=c.monitor, retries=c.retries,
+            attempt=c.attempt, created_at=c.created_at,
         )
 
 

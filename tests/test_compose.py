@@ -29,6 +29,16 @@ def test_services_and_dependencies() -> None:
         assert env["ADAPT_BROKER_URL"].startswith("redis://")
 
 
+def test_long_running_services_restart_and_workers_drain_before_the_kill() -> None:
+    services = compose()["services"]
+    for name in ("postgres", "redis", "api", "worker"):
+        assert services[name]["restart"] in ("unless-stopped", "always", "on-failure"), name
+    assert "restart" not in services["migrate"]  # a one-shot job
+    grace = services["worker"]["stop_grace_period"]
+    assert grace.endswith("s")
+    assert float(grace[:-1]) > float(services["worker"]["environment"]["ADAPT_DRAIN_SECONDS"])
+
+
 def test_every_service_command_is_a_valid_adapt_command() -> None:
     runner = CliRunner()
     for name in ("migrate", "api", "worker"):

@@ -102,6 +102,8 @@ _env = Settings()
 app = create_app(_env.broker_url, concurrency=_env.concurrency)
 run_task = register(app, TASK_NAME, lambda: process_runtime())
 _settings: Settings | None = None
+#: the worker (``WorkController``) this process started, for its exit code
+_worker: Any = None
 
 
 def configure(settings: Settings) -> None:
@@ -140,8 +142,10 @@ def _pool_name(worker: Any) -> str:
 
 
 def _on_worker_init(sender: Any = None, **_: Any) -> None:
+    global _worker
     if getattr(sender, "app", None) is not app:
         return
+    _worker = sender
     for noisy in ("httpx", "httpcore"):  # one INFO line per LLM request otherwise
         logging.getLogger(noisy).setLevel(logging.WARNING)
     pool = _pool_name(sender)
@@ -179,9 +183,11 @@ def start_worker(
     settings: Settings, concurrency: int | None = None, loglevel: str = "INFO",
     *, queue: str | None = None,
 ) -> int:
-    """Run a Celery worker in this process until it is stopped (SIGTERM/SIGINT: in-flight
-    tasks are interrupted, their leases handed back and their ids re-dispatched).
-    Returns the worker's exit code."""
+    """Run a Celery worker in this process until it is stopped (SIGTERM/SIGINT: LLM calls in
+    flight are drained for ``drain_seconds``, then the tasks' leases are handed back and their
+    ids re-dispatched). The worker rides out broker restarts (it reconnects; Celery 5.7.0 does
+    not, hence the pin below 5.7). Returns the exit code: 0 after a requested stop, non-zero
+    after an unrecoverable error."""
     if not settings.broker_url:
         raise UserError("no broker configured: set ADAPT_BROKER_URL "
                         "(e.g. redis://127.0.0.1:6379/0)")
@@ -195,5 +201,15 @@ def start_worker(
         "--without-gossip", "--without-mingle", "--prefetch-multiplier=1",
     ]
     log.info("starting worker: queue %s, concurrency %d", q, n)
-    code = app.start(argv)  # what `celery worker` runs; returns the exit code
+    app.start(argv)  # what `celery worker` runs
+    return exit_code(_worker)
+
+
+def exit_code(worker: Any) -> int:
+    """The process's exit status after ``worker`` stopped: Celery records an unrecoverable
+    error as the worker's ``exitcode`` (1) but ``app.start`` does not return it, which made a
+    crashed worker exit 0 (and a supervisor with ``restart: on-failure`` not restart it)."""
+    code = getattr(worker, "exitcode", None)
+    if worker is None:
+        return 1  # the worker never started (bad arguments: click printed why)
     return int(code or 0)

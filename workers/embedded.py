@@ -14,7 +14,7 @@ import logging
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from adapt.service.execute import ServiceContext, execute_task
+from adapt.service.execute import ServiceContext, drain, execute_task
 from adapt.service.sweeper import reclaim_dead_leases, release_leases
 from adapt.settings import Settings
 from workers.sweeper import queued_grace, sweep_forever
@@ -57,6 +57,7 @@ class EmbeddedRunner:
         if self._closed:
             raise RuntimeError("EmbeddedRunner is closed")
         self._ctx = ServiceContext.create(self.settings, engine=self._engine)
+        self._ctx.ensure_heartbeat()
         self._sem = asyncio.Semaphore(self.settings.concurrency)
         self._sweeper = asyncio.create_task(self._sweep(), name="adapt-embedded-sweeper")
         log.info("embedded runner %s started (concurrency %d)", self._ctx.worker_id,
@@ -112,8 +113,9 @@ class EmbeddedRunner:
         return None if task is None else await asyncio.shield(task)
 
     async def aclose(self) -> None:
-        """Cancel the sweeper and every task (their leases are handed back, so the next start,
-        or another server, resumes them), then close the context."""
+        """Cancel the sweeper, drain every task (calls in flight are answered and recorded,
+        within ``drain_seconds``; their leases are handed back, so the next start, or another
+        server, resumes them), then close the context."""
         if self._closed:
             return
         self._closed = True
@@ -122,9 +124,8 @@ class EmbeddedRunner:
         if self._sweeper is not None:
             self._sweeper.cancel()
         tasks = dict(self._tasks)
-        for task in tasks.values():
-            task.cancel()
-        await asyncio.gather(*tasks.values(), *([self._sweeper] if self._sweeper else []),
+        await drain(self._ctx, list(tasks.values()), self.settings.drain_seconds)
+        await asyncio.gather(*([self._sweeper] if self._sweeper else []),
                              return_exceptions=True)
         try:
             if tasks:

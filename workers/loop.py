@@ -19,7 +19,7 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from adapt.service.execute import ServiceContext, execute_task
+from adapt.service.execute import ServiceContext, drain, execute_task
 from adapt.service.sweeper import release_leases
 from adapt.settings import Settings
 from workers.sweeper import DispatchFn, QueuedCheck, queued_grace, sweep_forever
@@ -103,6 +103,7 @@ class WorkerRuntime:
 
     async def _setup(self) -> ServiceContext:
         ctx = ServiceContext.create(self.settings)
+        ctx.ensure_heartbeat()  # the process is a live worker from now on (see /readyz)
         if self._redispatch is not None:
             self._sweeper = asyncio.create_task(sweep_forever(
                 ctx.sessions, self._redispatch, interval=self.settings.sweep_seconds,
@@ -149,7 +150,8 @@ class WorkerRuntime:
 
     # -- shutdown -------------------------------------------------------------------------
     def interrupt(self) -> concurrent.futures.Future[list[str]] | None:
-        """Cancel every task in flight, hand their leases back and re-dispatch them so
+        """Stop every task in flight (LLM calls in flight get ``drain_seconds`` to be answered
+        and recorded; no new call starts), hand their leases back and re-dispatch them so
         another worker resumes them at once. Non-blocking (safe in a signal handler)."""
         with self._lock:
             if self._interrupted is None and self._thread.alive:
@@ -164,9 +166,7 @@ class WorkerRuntime:
         if self._sweeper is not None:
             self._sweeper.cancel()
         tasks = dict(self._inflight)
-        for task in tasks:
-            task.cancel()
-        await asyncio.gather(*tasks, return_exceptions=True)
+        await drain(self.ctx, list(tasks), self.settings.drain_seconds)
         if not tasks:
             return []
         log.info("interrupted %d task(s) for shutdown", len(tasks))

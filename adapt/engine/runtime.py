@@ -157,6 +157,7 @@ class Run:
             latency_s=response.latency_s,
             cost_usd=cost,
             monitor=monitor,
+            retries=response.retries,
         )
         await self._record(call, node, request, response)
         return response

@@ -14,7 +14,14 @@ from adapt.engine.strategies import get_strategy
 from adapt.engine.tree import Node, NodeStatus, Step, TaskResult, TaskStatus
 from adapt.engine.verification import final_verdict
 from adapt.envs.base import Environment
-from adapt.errors import AdaptError, BudgetError, CancelledByUser, LeaseLost, UserError
+from adapt.errors import (
+    AdaptError,
+    BudgetError,
+    CancelledByUser,
+    LeaseLost,
+    TaskInterrupted,
+    UserError,
+)
 from adapt.llm.base import ChatModel
 
 log = logging.getLogger(__name__)
@@ -61,7 +68,7 @@ async def run_task(
     except CancelledByUser as exc:
         status, error = "cancelled", str(exc)
         await _close_unfinished(run, "cancelled", str(exc))
-    except (UserError, LeaseLost):
+    except (UserError, LeaseLost, TaskInterrupted):
         raise
     except AdaptError as exc:
         log.warning("task ended with an error: %s", exc)

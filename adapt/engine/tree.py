@@ -137,6 +137,7 @@ class LLMCall(BaseModel):
     latency_s: float = 0.0
     cost_usd: float | None = None
     monitor: dict[str, Any] | None = None  # the decoding monitor's record for this call
+    retries: int = 0  # transient provider errors retried before the answer
 
 
 class TaskResult(BaseModel):

@@ -66,6 +66,7 @@ class ChatResponse(BaseModel):
     finish_reason: str | None = None
     #: a scoring call's answer: the continuation's token log-probabilities (``None``: none)
     logprobs: list[float] | None = None
+    retries: int = 0  # transient provider errors retried before this answer
 
 
 @runtime_checkable

@@ -16,11 +16,13 @@ pool. A model built without a pool uses the running event loop's default pool
 from __future__ import annotations
 
 import asyncio
+import email.utils
 import logging
 import os
 import re
 import time
 import weakref
+from collections.abc import Mapping
 from typing import Any, NamedTuple, cast
 from urllib.parse import urlsplit
 
@@ -142,6 +144,29 @@ def validate_base_url(base_url: str) -> str:
             "http://127.0.0.1:8000/v1 or https://api.openai.com/v1"
         )
     return base_url
+
+
+def retry_after_seconds(headers: Mapping[str, str]) -> float | None:
+    """The pause a response asks for: ``retry-after-ms``, or ``retry-after`` in seconds or as
+    an HTTP date; None when absent or unreadable."""
+    raw = headers.get("retry-after-ms")
+    if raw is not None:
+        try:
+            return max(0.0, float(raw) / 1000)
+        except ValueError:
+            pass
+    raw = headers.get("retry-after")
+    if raw is None:
+        return None
+    try:
+        return max(0.0, float(raw))
+    except ValueError:
+        pass
+    try:
+        when = email.utils.parsedate_to_datetime(raw)
+    except (TypeError, ValueError):
+        return None
+    return max(0.0, when.timestamp() - time.time())
 
 
 def estimate_tokens(text: str) -> int:
@@ -288,6 +313,7 @@ class _OpenAIBase:
         the upstream body (which a user-chosen endpoint controls) goes to the log alone."""
         where = f"{self.kind} call to endpoint {self.endpoint} (model {self.model!r})"
         retries = f"after {self.max_retries} retries"
+        transient, status, retry_after = True, None, None
         if isinstance(exc, openai.APITimeoutError):
             msg = f"{where} timed out ({self.timeout:g}s per attempt) {retries}"
             logged = msg
@@ -296,17 +322,23 @@ class _OpenAIBase:
             logged = f"{msg} ({exc})"
         elif isinstance(exc, openai.APIStatusError):
             status = exc.status_code
+            retry_after = retry_after_seconds(exc.response.headers)
             if status == 429 or status >= 500 or status in (408, 409):
                 msg = f"{where} failed with HTTP {status} {retries}"
             else:
+                transient = False
                 hint = _HINTS.get(status, "check the request and the endpoint")
                 msg = f"{where} failed with HTTP {status} ({hint})"
             logged = f"{msg}: {_provider_message(exc)}"
         else:
+            transient = False
             msg = f"{where} failed ({type(exc).__name__})"
             logged = f"{msg}: {exc}"
-        logger.warning("%s", logged)
-        return ProviderError(msg)
+        if transient and self.max_retries == 0:  # the caller retries (adapt.llm.retry)
+            logger.info("%s", logged)
+        else:
+            logger.warning("%s", logged)
+        return ProviderError(msg, retryable=transient, retry_after=retry_after, status=status)
 
     def _usage(self, usage: Any) -> Usage | None:
         if usage is None:

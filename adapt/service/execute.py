@@ -9,6 +9,7 @@ lease, so a stale attempt can never write, and a task never runs twice at the sa
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import os
 import socket
@@ -18,14 +19,13 @@ from datetime import timedelta
 from typing import Any
 
 from sqlalchemy import func, or_, select, update
-from sqlalchemy.exc import InterfaceError, OperationalError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from adapt.engine import RunConfig, run_task
 from adapt.envs import registry
-from adapt.errors import LeaseLost, UserError
+from adapt.errors import Draining, LeaseLost, ProviderUnavailable, UserError
 from adapt.llm import ClientPool, Pricing
-from adapt.llm.base import ChatModel, ChatResponse, Usage
+from adapt.llm.base import ChatModel, ChatRequest, ChatResponse, Usage
 from adapt.llm.recording import (
     RecordedCall,
     Recording,
@@ -33,11 +33,14 @@ from adapt.llm.recording import (
     ReplayCursor,
     ReplayModel,
 )
+from adapt.llm.retry import RetryBudget, RetryingModel
 from adapt.model_factory import ModelFactory
+from adapt.service.faults import is_database_error, public_error
 from adapt.settings import Settings
+from adapt.store import workers as registry_store
 from adapt.store.db import create_engine, session_factory
 from adapt.store.events import append_event
-from adapt.store.models import EventRow, LLMCallRow, Task, utcnow
+from adapt.store.models import EventRow, LLMCallRow, NodeRow, Task, utcnow
 from adapt.store.sink import DbSink
 
 log = logging.getLogger(__name__)
@@ -59,16 +62,25 @@ class ServiceContext:
     worker_id: str = field(default_factory=default_worker_id)
     #: task id -> (attempt, the asyncio task running it) for every task this process runs
     running: dict[str, tuple[int, asyncio.Task[Any]]] = field(default_factory=dict)
+    #: set on shutdown: no new LLM call starts (the calls in flight finish and are recorded)
+    draining: bool = False
+    #: LLM calls in flight (sent to the provider, answer not yet returned)
+    live_calls: int = 0
     _heartbeat: asyncio.Task[None] | None = None
+
+    #: the queue this process serves ("embedded" for the in-process runner), for the registry
+    queue: str = "adapt"
 
     @classmethod
     def create(cls, settings: Settings, *, engine: AsyncEngine | None = None) -> ServiceContext:
         engine = engine or create_engine(settings.database_url,
                                          pool_size=settings.db_pool_size)
         return cls(settings, engine, session_factory(engine), ClientPool(),
-                   Pricing.from_setting(settings.pricing))
+                   Pricing.from_setting(settings.pricing),
+                   queue="embedded" if settings.embedded else settings.celery_queue)
 
     def ensure_heartbeat(self) -> None:
+        """Start the process's heartbeat (lease renewal and the live-worker registry)."""
         if self._heartbeat is None or self._heartbeat.done():
             self._heartbeat = asyncio.create_task(_heartbeat(self), name="adapt-heartbeat")
 
@@ -76,6 +88,11 @@ class ServiceContext:
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             await asyncio.gather(self._heartbeat, return_exceptions=True)
+            try:  # leave the registry at once rather than when the row expires
+                await asyncio.wait_for(registry_store.forget(self.sessions, self.worker_id), 5)
+            except Exception as exc:
+                log.debug("could not remove worker %s from the registry: %s", self.worker_id,
+                          type(exc).__name__)
         await self.pool.aclose()
         if dispose_engine:
             await self.engine.dispose()
@@ -84,7 +101,36 @@ class ServiceContext:
         return self.pricing.cost(model, usage, simulated=simulated)
 
     def load_model(self, spec: str) -> ChatModel:
-        return ModelFactory(self.settings, pool=self.pool).build(spec)
+        """The live model for ``spec``; its client does not retry (``live_model`` does)."""
+        return ModelFactory(self.settings, pool=self.pool, client_retries=0).build(spec)
+
+    def live_model(self, spec: str, budget: RetryBudget) -> ChatModel:
+        """``spec``'s model as a task uses it: transient errors retried within ``budget``, and
+        no new call started while the process drains."""
+        s = self.settings
+        return _LiveGate(self, RetryingModel(self.load_model(spec), budget,
+                                             max_retries=s.llm_max_retries,
+                                             max_wait=s.llm_retry_max_wait))
+
+
+class _LiveGate:
+    """Refuses to start a live call while the process drains; counts the calls in flight."""
+
+    def __init__(self, ctx: ServiceContext, inner: ChatModel) -> None:
+        self.ctx, self.inner = ctx, inner
+        self.name, self.simulated = inner.name, inner.simulated
+
+    def __getattr__(self, name: str) -> object:  # optional capabilities (e.g. ``score``)
+        return getattr(self.inner, name)
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        if self.ctx.draining:
+            raise Draining("the worker is shutting down")
+        self.ctx.live_calls += 1
+        try:
+            return await self.inner.complete(request)
+        finally:
+            self.ctx.live_calls -= 1
 
 
 async def claim(ctx: ServiceContext, task_id: str) -> int | None:
@@ -110,6 +156,42 @@ async def claim(ctx: ServiceContext, task_id: str) -> int | None:
     return None if attempt is None else int(attempt)
 
 
+async def reclaim(ctx: ServiceContext, task_id: str, attempt: int) -> int | None:
+    """Start a new attempt of a task this worker still holds as ``attempt`` (after a database
+    failure interrupted it); None when another worker took it over meanwhile."""
+    now = utcnow()
+    stmt = (
+        update(Task)
+        .where(Task.id == task_id, Task.status == "running", Task.attempt == attempt,
+               Task.lease_owner == ctx.worker_id)
+        .values(attempt=Task.attempt + 1, heartbeat_at=now, updated_at=now,
+                lease_expires_at=now + timedelta(seconds=ctx.settings.lease_seconds))
+        .returning(Task.attempt)
+    )
+    async with ctx.sessions.begin() as session:
+        new = (await session.execute(stmt)).scalar_one_or_none()
+    return None if new is None else int(new)
+
+
+#: the longest pause between two probes while waiting for the database to come back
+DB_RETRY_MAX = 2.0
+
+
+async def when_database_answers(ctx: ServiceContext, action: Any, what: str) -> Any:
+    """``await action()`` until it does not fail on the database (probing with backoff)."""
+    delay = 0.1
+    while True:
+        try:
+            return await action()
+        except Exception as exc:
+            if not is_database_error(exc):
+                raise
+            log.info("%s: database unavailable (%s); retrying in %.1fs", what,
+                     type(exc).__name__, delay)
+        await asyncio.sleep(delay)
+        delay = min(delay * 2, DB_RETRY_MAX)
+
+
 async def renew_all(ctx: ServiceContext) -> dict[str, int]:
     """Extend every lease this worker holds; returns task id -> attempt still owned."""
     now = utcnow()
@@ -125,25 +207,37 @@ async def renew_all(ctx: ServiceContext) -> dict[str, int]:
     return {str(r[0]): int(r[1]) for r in rows}
 
 
-async def _heartbeat(ctx: ServiceContext) -> None:
-    """One heartbeat per process: renews all leases in one statement, and stops attempts whose
-    lease another worker took over (their next write would be refused anyway)."""
-    while True:
-        await asyncio.sleep(ctx.settings.heartbeat_seconds)
-        if not ctx.running:
-            continue
-        try:
-            # shielded: a cancelled transaction must not leave SQLite's write lock behind
-            owned = await asyncio.shield(renew_all(ctx))
-        except asyncio.CancelledError:
-            raise
-        except Exception:  # a database hiccup: try again next beat; the lease has slack
-            log.warning("heartbeat failed", exc_info=True)
-            continue
+#: a worker counts as live for this many heartbeat intervals after its last beat
+LIVENESS_BEATS = 3
+
+
+async def _beat(ctx: ServiceContext) -> None:
+    if ctx.running:
+        owned = await renew_all(ctx)
         for task_id, (attempt, runner) in list(ctx.running.items()):
             if owned.get(task_id) != attempt and not runner.done():
                 log.warning("task %s: attempt %d lost its lease; stopping it", task_id, attempt)
                 runner.cancel()
+    await registry_store.beat(
+        ctx.sessions, ctx.worker_id, queue=ctx.queue, hostname=socket.gethostname(),
+        pid=os.getpid(), running=len(ctx.running),
+        ttl=LIVENESS_BEATS * ctx.settings.heartbeat_seconds)
+
+
+async def _heartbeat(ctx: ServiceContext) -> None:
+    """One heartbeat per process: renews all leases in one statement, stops attempts whose
+    lease another worker took over (their next write would be refused anyway), and keeps the
+    process in the live-worker registry."""
+    while True:
+        try:
+            # shielded: a cancelled transaction must not leave SQLite's write lock behind
+            await asyncio.shield(_beat(ctx))
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a database hiccup: try again next beat; leases have slack
+            log.warning("heartbeat failed: %s", type(exc).__name__,
+                        exc_info=not is_database_error(exc))
+        await asyncio.sleep(ctx.settings.heartbeat_seconds)
 
 
 async def _load_replay(ctx: ServiceContext, task_id: str) -> tuple[Recording, int]:
@@ -166,6 +260,8 @@ async def _load_replay(ctx: ServiceContext, task_id: str) -> tuple[Recording, in
 async def _finish_with_error(
     ctx: ServiceContext, task_id: str, attempt: int, message: str
 ) -> None:
+    """End the task with ``error`` (outside the engine's event stream, so
+    ``POST /tasks/{id}/resume`` can resume it by replay); nodes left running are closed."""
     now = utcnow()
     async with ctx.sessions.begin() as session:
         cond = (Task.attempt == attempt, Task.lease_owner == ctx.worker_id)
@@ -177,28 +273,66 @@ async def _finish_with_error(
                 status="error", error=message, finished_at=now, updated_at=now,
                 lease_owner=None, lease_expires_at=None)
         )
+        await session.execute(
+            update(NodeRow).where(NodeRow.task_id == task_id, NodeRow.status == "running")
+            .values(status="failed", error=message, updated_at=now)
+        )
 
 
 async def execute_task(ctx: ServiceContext, task_id: str) -> str | None:
     """Claim and run ``task_id`` to the end. Returns its final status, or None when another
-    worker owns it, it is already finished, or this attempt lost its lease midway."""
-    attempt = await claim(ctx, task_id)
+    worker owns it, it is already finished, or this attempt lost its lease midway.
+
+    A database failure never ends the task: this worker waits until the database answers
+    again and resumes the task by replay in a new attempt (unless another worker took the task
+    over meanwhile, once the lease expired)."""
+    attempt = await when_database_answers(ctx, lambda: claim(ctx, task_id),
+                                          f"task {task_id}: claim")
     if attempt is None:
         log.debug("task %s not claimable (finished or leased)", task_id)
         return None
-    log.info("task %s: attempt %d on %s", task_id, attempt, ctx.worker_id)
-    runner = asyncio.create_task(_run(ctx, task_id, attempt))
-    ctx.running[task_id] = (attempt, runner)
-    ctx.ensure_heartbeat()
-    try:
-        return await runner
-    except asyncio.CancelledError:
-        if runner.cancelled() and not _current_cancelling():
-            return None  # stopped by the heartbeat: the lease is someone else's now
-        raise
-    finally:
-        if ctx.running.get(task_id, (None,))[0] == attempt:
-            del ctx.running[task_id]
+    while True:
+        log.info("task %s: attempt %d on %s", task_id, attempt, ctx.worker_id)
+        runner = asyncio.create_task(_run(ctx, task_id, attempt))
+        ctx.running[task_id] = (attempt, runner)
+        ctx.ensure_heartbeat()
+        try:
+            return await runner
+        except asyncio.CancelledError:
+            if runner.cancelled() and not _current_cancelling():
+                return None  # stopped by the heartbeat: the lease is someone else's now
+            raise
+        except Exception as exc:
+            if not is_database_error(exc):
+                raise
+            log.warning("task %s: attempt %d interrupted by a database failure (%s); it "
+                        "resumes here once the database answers", task_id, attempt,
+                        type(exc).__name__)
+        finally:
+            if ctx.running.get(task_id, (None,))[0] == attempt:
+                del ctx.running[task_id]
+        attempt = await when_database_answers(
+            ctx, functools.partial(reclaim, ctx, task_id, attempt), f"task {task_id}: resume")
+        if attempt is None:
+            log.info("task %s: taken over by another worker while the database was away",
+                     task_id)
+            return None
+
+
+async def drain(ctx: ServiceContext, tasks: list[asyncio.Task[Any]], timeout: float) -> None:
+    """Stop ``tasks`` (asyncio tasks running :func:`execute_task`) for a shutdown: no new LLM
+    call starts, the calls in flight have ``timeout`` seconds to be answered and recorded (each
+    task then stops at its next call), and whatever still runs after that is cancelled."""
+    ctx.draining = True
+    pending = [t for t in tasks if not t.done()]
+    if pending and timeout > 0:
+        log.info("draining %d task(s) (%d LLM call(s) in flight), up to %.3gs", len(pending),
+                 ctx.live_calls, timeout)
+        _, still = await asyncio.wait(pending, timeout=timeout)
+        pending = list(still)
+    for task in pending:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def _current_cancelling() -> bool:
@@ -207,19 +341,20 @@ def _current_cancelling() -> bool:
 
 
 async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
-    async with ctx.sessions() as session:
-        task = await session.get(Task, task_id)
-    assert task is not None
     env = None
     try:
+        async with ctx.sessions() as session:
+            task = await session.get(Task, task_id)
+        assert task is not None
         recording, skip = await _load_replay(ctx, task_id)
         config = RunConfig.model_validate(task.run_config)
         validated = registry.validate_config(task.environment, task.environment_config)
         env = registry.create(task.environment)
         cursor = ReplayCursor()
+        budget = RetryBudget(ctx.settings.llm_retry_budget)
 
         def wrap(spec: str) -> ChatModel:
-            live = ctx.load_model(spec)
+            live = ctx.live_model(spec, budget)
             return RecordingModel(ReplayModel(recording, live=live, cursor=cursor))
 
         executor = wrap(task.executor_model)
@@ -227,29 +362,40 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
             task.planner_model)
         sink = DbSink(ctx.sessions, task_id, attempt, ctx.worker_id, skip=skip,
                       store_prompts=ctx.settings.store_prompts)
+        # a cancel requested while no worker ran the task is seen before the first live call
+        # (not during the replay, whose events must equal the recorded ones)
+        sink.cancel_requested = task.cancel_requested
+        replayed = len(recording)
+
+        def cancelled() -> bool:
+            return sink.cancel_requested and cursor.position >= replayed
+
         if skip:
             log.info("task %s: resuming; replaying %d LLM calls and %d events", task_id,
                      len(recording), skip)
         result = await run_task(
             env, validated.model_dump(exclude_none=True), config, executor, planner,
-            goal=task.goal, sink=sink, cancel=lambda: sink.cancel_requested, price=ctx.price,
+            goal=task.goal, sink=sink, cancel=cancelled, price=ctx.price,
         )
         return result.status
     except LeaseLost:
         log.warning("task %s: attempt %d lost its lease", task_id, attempt)
         return None
+    except Draining:
+        log.info("task %s: attempt %d stopped for shutdown", task_id, attempt)
+        return None
+    except ProviderUnavailable as exc:
+        log.warning("task %s: provider unavailable: %s", task_id, exc)
+        await _finish_with_error(ctx, task_id, attempt, f"provider unavailable: {exc}")
+        return "error"
     except UserError as exc:
         await _finish_with_error(ctx, task_id, attempt, str(exc))
         return "error"
-    except (OperationalError, InterfaceError):
-        # the database is unreachable: leave the task to be resumed once the lease expires
-        log.warning("task %s: database error; it resumes when its lease expires", task_id,
-                    exc_info=True)
-        raise
     except Exception as exc:
+        if is_database_error(exc):
+            raise  # execute_task resumes the task once the database answers
         log.exception("task %s failed unexpectedly", task_id)
-        await _finish_with_error(ctx, task_id, attempt, f"internal error: {type(exc).__name__}: "
-                                 f"{exc}")
+        await _finish_with_error(ctx, task_id, attempt, public_error(exc))
         return "error"
     finally:
         if env is not None:

@@ -74,6 +74,7 @@ class ApiError(Exception):
         type_: str = "invalid_request_error",
         code: str | None = None,
         param: str | None = None,
+        headers: dict[str, str] | None = None,
     ) -> None:
         super().__init__(message)
         self.status = status
@@ -81,6 +82,7 @@ class ApiError(Exception):
         self.type = type_
         self.code = code
         self.param = param
+        self.headers = headers
 
     def response(self) -> JSONResponse:
         body = {
@@ -91,7 +93,7 @@ class ApiError(Exception):
                 "code": self.code,
             }
         }
-        return JSONResponse(body, status_code=self.status)
+        return JSONResponse(body, status_code=self.status, headers=self.headers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -103,7 +105,8 @@ class _Call:
 class SimService:
     """State of one app: model cache, fault injection, request log."""
 
-    def __init__(self, latency: float, error_rate: float, seed: int, log_size: int) -> None:
+    def __init__(self, latency: float, error_rate: float, seed: int, log_size: int,
+                 retry_after: float | None = None) -> None:
         if not math.isfinite(latency) or latency < 0:
             raise InvalidConfig(f"latency must be >= 0 seconds, got {latency!r}")
         if not 0.0 <= error_rate <= 1.0:
@@ -112,6 +115,7 @@ class SimService:
             raise InvalidConfig(f"log_size must be >= 1, got {log_size!r}")
         self.latency = latency
         self.error_rate = error_rate
+        self.retry_after = retry_after
         self.seed = seed
         self.models: dict[str, ChatModel] = {}
         self.log: deque[dict[str, Any]] = deque(maxlen=log_size)
@@ -158,6 +162,8 @@ class SimService:
                 "Rate limit reached (injected by the simulator)",
                 type_="requests",
                 code="rate_limit_exceeded",
+                headers=None if self.retry_after is None else {
+                    "retry-after": f"{self.retry_after:g}"},
             )
         return ApiError(
             500, "Internal server error (injected by the simulator)", type_="server_error"
@@ -369,11 +375,13 @@ def _model_card(spec: str) -> dict[str, Any]:
 
 
 def create_app(
-    latency: float = 0.0, error_rate: float = 0.0, seed: int = 0, *, log_size: int = 10_000
+    latency: float = 0.0, error_rate: float = 0.0, seed: int = 0, *, log_size: int = 10_000,
+    retry_after: float | None = None,
 ) -> Starlette:
     """The simulator HTTP app. ``latency``: seconds awaited per completion request;
-    ``error_rate``: seeded fraction of completion requests answered 429 or 500."""
-    service = SimService(latency, error_rate, seed, log_size)
+    ``error_rate``: seeded fraction of completion requests answered 429 or 500;
+    ``retry_after``: seconds an injected 429 asks the client to wait (``Retry-After``)."""
+    service = SimService(latency, error_rate, seed, log_size, retry_after)
 
     async def chat(request: Request) -> JSONResponse:
         return await _serve_completion(service, request, "chat")

@@ -15,7 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from adapt.store.models import EventRow, Task
 from adapt.store.text import storable
 
-EVENT_TYPES = ("node.created", "node.updated", "step", "llm_call", "task.finished")
+EVENT_TYPES = ("node.created", "node.updated", "step", "llm_call", "task.finished",
+               "task.resumed")
 
 
 class TaskGone(LookupError):

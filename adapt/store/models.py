@@ -193,6 +193,8 @@ class LLMCallRow(Base):
     cost_usd: Mapped[float | None] = mapped_column(Float)
     #: the decoding monitor's record: validations, violations, corrections, what it fixed
     monitor: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    #: provider errors (429/5xx/timeouts) retried before this call was answered
+    retries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     attempt: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
@@ -223,3 +225,19 @@ class ApiKey(Base):
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     revoked_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class WorkerRow(Base):
+    """A live worker process (Celery worker or embedded runner), kept fresh by its heartbeat.
+    A row whose ``expires_at`` passed belongs to a worker that died without saying goodbye."""
+
+    __tablename__ = "workers"
+
+    id: Mapped[str] = mapped_column(String(255), primary_key=True)  # the lease owner id
+    queue: Mapped[str] = mapped_column(String(255), index=True)  # "embedded" for the runner
+    hostname: Mapped[str] = mapped_column(String(255))
+    pid: Mapped[int] = mapped_column(Integer)
+    running: Mapped[int] = mapped_column(Integer, default=0)  # tasks in flight
+    started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    expires_at: Mapped[datetime] = mapped_column(UTCDateTime)

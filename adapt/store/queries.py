@@ -28,6 +28,7 @@ from adapt.store.models import (
     StepRow,
     Task,
 )
+from adapt.store.workers import live_workers
 
 #: upper bounds (seconds) of the LLM call latency histogram
 LATENCY_BUCKETS: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
@@ -215,6 +216,8 @@ class MetricsSnapshot:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     cost_usd: float = 0.0
+    llm_retries: int = 0  # transient provider errors retried before a recorded answer
+    live_workers: int = 0
     llm_latency: Histogram = field(default_factory=lambda: Histogram([], 0, 0.0))
     task_wall: Histogram = field(default_factory=lambda: Histogram([], 0, 0.0))
 
@@ -230,7 +233,7 @@ def _wall_seconds(dialect: str) -> Any:
 
 
 async def metrics_snapshot(session: AsyncSession) -> MetricsSnapshot:
-    """Database-wide aggregates (all tenants), four statements."""
+    """Database-wide aggregates (all tenants), five statements."""
     snap = MetricsSnapshot(tasks_by_status=dict.fromkeys(TASK_STATUSES, 0))
     rows = (await session.execute(
         select(Task.status, func.count(), func.coalesce(
@@ -250,13 +253,16 @@ async def metrics_snapshot(session: AsyncSession) -> MetricsSnapshot:
         func.coalesce(func.sum(LLMCallRow.completion_tokens), 0),
         func.coalesce(func.sum(LLMCallRow.cost_usd), 0.0),
         func.coalesce(func.sum(latency), 0.0),
+        func.coalesce(func.sum(LLMCallRow.retries), 0),
         *_le_counts(latency, LATENCY_BUCKETS),
     ).select_from(LLMCallRow))).one()
     snap.llm_calls, snap.prompt_tokens, snap.completion_tokens = (
         int(calls[0]), int(calls[1]), int(calls[2]))
     snap.cost_usd = float(calls[3])
+    snap.llm_retries = int(calls[5])
+    snap.live_workers = await live_workers(session)
     snap.llm_latency = Histogram(
-        [(b, int(n)) for b, n in zip(LATENCY_BUCKETS, calls[5:], strict=True)],
+        [(b, int(n)) for b, n in zip(LATENCY_BUCKETS, calls[6:], strict=True)],
         snap.llm_calls, float(calls[4]),
     )
 

@@ -1,7 +1,8 @@
 """``DbSink``: persists every engine event, as the tree grows.
 
 Events are buffered and written in one transaction when the engine flushes, which it does before
-every LLM call and at the end, so the stored tree is never more than one model call behind.
+every LLM call and at the end, and as soon as an LLM call was answered (so a crash never loses
+a call that was paid for, except one still in flight).
 Each transaction starts with an UPDATE on the task row that is conditional on this attempt still
 holding the lease; it allocates the batch's gap-free sequence numbers and updates the task's
 aggregates. If another attempt took over, the UPDATE matches no row and the write is refused
@@ -74,7 +75,8 @@ class DbSink:
         if self.ordinal <= self.skip:
             return
         self._add(event)
-        if isinstance(event, TaskFinished) or len(self._batch.events) >= MAX_BUFFER:
+        # an answered call is written at once: a crash from here on does not pay for it again
+        if isinstance(event, TaskFinished | LLMCallMade) or len(self._batch.events) >= MAX_BUFFER:
             await self.flush()
 
     def _add(self, event: Event) -> None:
@@ -107,7 +109,8 @@ class DbSink:
                 "completion": call.completion, "prompt_tokens": call.prompt_tokens,
                 "completion_tokens": call.completion_tokens,
                 "usage_estimated": call.usage_estimated, "latency_s": call.latency_s,
-                "cost_usd": call.cost_usd, "monitor": call.monitor, "attempt": self.attempt,
+                "cost_usd": call.cost_usd, "monitor": call.monitor, "retries": call.retries,
+                "attempt": self.attempt,
                 "created_at": utcnow(),
             })
         elif isinstance(event, TaskFinished):

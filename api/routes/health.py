@@ -1,4 +1,5 @@
-"""``/healthz`` (the process is up) and ``/readyz`` (database and dispatcher are usable)."""
+"""``/healthz`` (the process is up) and ``/readyz`` (database and dispatcher are usable, and
+with a broker: at least one live worker serves the queue)."""
 
 from __future__ import annotations
 
@@ -8,8 +9,9 @@ import logging
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
+from adapt.store.workers import live_workers
 from api.deps import DispatcherDep
 from api.problems import problem_response
 from api.schemas import Health, Problem, Readiness
@@ -37,10 +39,22 @@ async def _database(engine: AsyncEngine) -> str:
     return "ok"
 
 
+async def _workers(engine: AsyncEngine, queue: str) -> str:
+    """Live workers on ``queue``, from the registry their heartbeats keep fresh."""
+    try:
+        async with asyncio.timeout(CHECK_TIMEOUT), AsyncSession(engine) as session:
+            n = await live_workers(session, queue)
+    except Exception as exc:
+        log.warning("readiness: workers check failed: %s", type(exc).__name__)
+        return f"failed: {type(exc).__name__}"
+    return "ok" if n else f"no live worker on queue {queue}"
+
+
 @router.get(
     "/readyz",
     response_model=Readiness,
-    summary="Readiness: the database answers and the dispatcher accepts work",
+    summary="Readiness: the database answers, the dispatcher accepts work and (with a broker) "
+    "a live worker serves the queue",
     responses={503: {"model": Problem, "description": "Not ready; `checks` says which check "
                      "failed"}},
 )
@@ -53,6 +67,9 @@ async def readyz(request: Request, dispatcher: DispatcherDep) -> Readiness | JSO
     except Exception as exc:
         log.warning("readiness: dispatcher check failed: %s", exc)
         checks["dispatcher"] = f"failed: {type(exc).__name__}"
+    queue = getattr(dispatcher, "queue", None)  # a broker's queue (the embedded runner: None)
+    if isinstance(queue, str) and checks["database"] == "ok":
+        checks["workers"] = await _workers(request.app.state.engine, queue)
     failed = [name for name, state in checks.items() if state != "ok"]
     if failed:
         return problem_response(

@@ -55,6 +55,11 @@ class SnapshotCollector(Collector):
                                   value=s.completion_tokens)
         yield CounterMetricFamily("adapt_llm_cost_usd", "Known LLM cost in US dollars.",
                                   value=s.cost_usd)
+        yield CounterMetricFamily("adapt_llm_retries", "Transient provider errors (429, 5xx, "
+                                  "timeouts) retried before a recorded answer.",
+                                  value=s.llm_retries)
+        yield GaugeMetricFamily("adapt_workers_live", "Worker processes whose heartbeat is "
+                                "fresh (all queues).", value=s.live_workers)
         yield _histogram("adapt_llm_call_latency_seconds", "LLM call latency.", s.llm_latency)
         yield _histogram("adapt_task_wall_seconds", "Wall time of finished tasks (start to "
                          "finish).", s.task_wall)

@@ -1,4 +1,4 @@
-"""``/tasks``: create (idempotent), list, read and cancel tasks."""
+"""``/tasks``: create (idempotent), list, read, cancel and resume tasks."""
 
 from __future__ import annotations
 
@@ -8,6 +8,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Body, Header, Query, Response
 from fastapi.openapi.models import Example
 
+from adapt.service.resume import NotResumable, resume_task
 from adapt.service.submit import (
     IdempotencyConflict,
     RateLimited,
@@ -191,3 +192,32 @@ async def cancel(task_id: str, session: SessionDep, tenant: TenantDep) -> TaskPu
     if task is None:
         raise not_found("task", task_id)
     return TaskPublic.from_row(await cancel_task(session, task))
+
+
+@router.post(
+    "/{task_id}/resume",
+    response_model=TaskPublic,
+    status_code=202,
+    summary="Resume a task an interruption stopped (idempotent)",
+    description=(
+        "A task that stopped with status `error` and no result (its provider stayed unreachable "
+        "past the task's retry budget, or an internal failure) is queued again: the next "
+        "attempt replays every recorded LLM call, so nothing already answered is paid again, "
+        "and continues live. A queued or running task is returned unchanged. A task the engine "
+        "finished (succeeded, failed, cancelled, budget exceeded, or an error with a result) "
+        "is final: 409."
+    ),
+    responses={**PROBLEMS, 409: {"model": Problem, "description": "The task is final"}},
+)
+async def resume(task_id: str, session: SessionDep, tenant: TenantDep,
+                 dispatcher: DispatcherDep) -> TaskPublic:
+    task = await queries.get_task(session, tenant, task_id)
+    if task is None:
+        raise not_found("task", task_id)
+    try:
+        task, resumed = await resume_task(session, task)
+    except NotResumable as exc:
+        raise ProblemError(409, str(exc), slug="not-resumable", title="Conflict") from None
+    if resumed:
+        await dispatcher.dispatch(task.id)
+    return TaskPublic.from_row(task)

@@ -43,6 +43,7 @@ class WorkerProcess:
     proc: subprocess.Popen[bytes]
     log_path: Path
     _log: Any = field(repr=False)
+    broker_url: str = BROKER_URL
 
     @property
     def pid(self) -> int:
@@ -56,11 +57,16 @@ class WorkerProcess:
         """Until the worker answers a ping (it consumes from then on)."""
         from workers.celery_app import create_app
 
-        probe = create_app(BROKER_URL, name="adapt-test-probe")
+        probe = create_app(self.broker_url, name="adapt-test-probe")
         name = f"adapt-{self.pid}@{socket.gethostname()}"
         deadline = time.monotonic() + timeout
         try:
-            while not probe.control.ping(destination=[name], timeout=0.5):
+            while True:
+                try:
+                    if probe.control.ping(destination=[name], timeout=0.5):
+                        break
+                except Exception:  # the broker restarted (a stale pooled connection): again
+                    time.sleep(0.2)
                 assert self.proc.poll() is None, self.tail()
                 assert time.monotonic() < deadline, self.tail()
         finally:
@@ -85,15 +91,17 @@ class WorkerProcess:
 class Workers:
     """Starts worker processes against one database and queue; stops them all at teardown."""
 
-    def __init__(self, database_url: str, queue: str, log_dir: Path) -> None:
+    def __init__(self, database_url: str, queue: str, log_dir: Path,
+                 broker_url: str = BROKER_URL) -> None:
         self.database_url, self.queue, self.log_dir = database_url, queue, log_dir
+        self.broker_url = broker_url
         self.started: list[WorkerProcess] = []
 
     def start(self, **settings: object) -> WorkerProcess:
         env = {
             **os.environ,
             "ADAPT_DATABASE_URL": self.database_url,
-            "ADAPT_BROKER_URL": BROKER_URL,
+            "ADAPT_BROKER_URL": self.broker_url,
             "ADAPT_CELERY_QUEUE": self.queue,
             "ADAPT_ALLOW_REMOTE_LLM": "0",
             "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
@@ -104,7 +112,7 @@ class Workers:
         log = log_path.open("wb")
         proc = subprocess.Popen([sys.executable, "-c", _WORKER], env=env, stdout=log,
                                 stderr=subprocess.STDOUT, cwd=ROOT)
-        worker = WorkerProcess(proc, log_path, log)
+        worker = WorkerProcess(proc, log_path, log, self.broker_url)
         self.started.append(worker)
         return worker
 

@@ -1,0 +1,94 @@
+"""Fewer paid calls lost to interruptions: a shutdown drains the calls in flight (they are
+answered and recorded, nothing is paid twice on resume), and a cancel requested while no worker
+ran the task is seen before the resumed attempt's first live call. Real SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import update
+
+from adapt.engine import RunConfig
+from adapt.llm.base import ChatRequest, ChatResponse
+from adapt.service.execute import drain, execute_task
+from adapt.service.sweeper import release_leases
+from adapt.sim import from_spec
+from adapt.store.models import Task, utcnow
+from tests.service.helpers import events, insert_task, persisted_tree, task_row
+from tests.service.test_execute import SIM, Counting, as_persisted, make_ctx, reference_tree
+from tests.workers.support import llm_call_count
+
+
+class Slow(Counting):
+    """Counts calls; each call takes ``delay`` seconds; ``started`` is set when call
+    ``signal_at`` begins."""
+
+    def __init__(self, delay: float, signal_at: int) -> None:
+        super().__init__(from_spec(SIM))
+        self.delay, self.signal_at = delay, signal_at
+        self.started = asyncio.Event()
+        self.begun = 0
+
+    async def complete(self, request: ChatRequest) -> ChatResponse:
+        self.begun += 1
+        if self.begun == self.signal_at:
+            self.started.set()
+        await asyncio.sleep(self.delay)
+        return await super().complete(request)
+
+
+async def test_shutdown_drains_the_call_in_flight_and_resume_pays_nothing_twice(
+    database_url: str,
+) -> None:
+    first = Slow(delay=0.3, signal_at=5)
+    ctx1 = make_ctx(database_url, "w1", first)
+    task_id = await insert_task(ctx1.sessions, config={"seed": 11})
+    run1 = asyncio.create_task(execute_task(ctx1, task_id))
+    await asyncio.wait_for(first.started.wait(), 30)  # call 5 is in flight
+    await drain(ctx1, [run1], timeout=10)
+    assert run1.result() is None  # stopped, not finished
+    assert first.calls == first.begun == 5, "the call in flight was answered, none started"
+    assert await llm_call_count(ctx1.sessions, task_id) == 5, "and it was recorded"
+    assert await release_leases(ctx1.sessions, "w1", [task_id]) == [task_id]
+    await ctx1.aclose()
+
+    second = Counting(from_spec(SIM))
+    ctx2 = make_ctx(database_url, "w2", second)
+    try:
+        assert await execute_task(ctx2, task_id) == "succeeded"
+        assert second.calls == 22 - 5, "a call answered before the shutdown was paid again"
+        expected = as_persisted(await reference_tree({"seed": 11}, RunConfig(d_max=4)))
+        assert await persisted_tree(ctx2.sessions, task_id) == expected
+    finally:
+        await ctx2.aclose()
+
+
+async def test_cancel_while_the_worker_is_dead_pays_no_further_call(database_url: str) -> None:
+    first = Counting(from_spec(SIM), hang_after=9)
+    ctx1 = make_ctx(database_url, "w1", first)
+    task_id = await insert_task(ctx1.sessions, config={"seed": 11})
+    run1 = asyncio.create_task(execute_task(ctx1, task_id))
+    await asyncio.wait_for(first.hung.wait(), 30)
+    run1.cancel()  # the worker dies mid-task; its lease stays
+    with pytest.raises(asyncio.CancelledError):
+        await run1
+    await ctx1.aclose()
+    async with ctx1.sessions.begin() as s:  # cancelled meanwhile; then the lease expires
+        await s.execute(update(Task).where(Task.id == task_id).values(
+            cancel_requested=True, lease_expires_at=utcnow() - timedelta(seconds=1)))
+
+    second = Counting(from_spec(SIM))
+    ctx2 = make_ctx(database_url, "w2", second)
+    try:
+        assert await execute_task(ctx2, task_id) == "cancelled"
+        assert second.calls == 0, "the resumed attempt paid for a call after the cancel"
+        task = await task_row(ctx2.sessions, task_id)
+        assert task.llm_calls == 9 and task.attempt == 2
+        evs = await events(ctx2.sessions, task_id)
+        assert [e.seq for e in evs] == list(range(1, task.last_seq + 1))
+        assert [e.ordinal for e in evs] == list(range(1, len(evs) + 1))
+        assert evs[-1].type == "task.finished" and evs[-1].payload["status"] == "cancelled"
+    finally:
+        await ctx2.aclose()
