@@ -212,7 +212,7 @@ async def run(st: Stack, name: str, seeds: list[int], fault: Fault | None, *,
               worker_settings: dict[str, Any] | None = None, d_max: int = 4) -> Figures:
     """Start ``workers`` worker processes, submit one task per seed, run ``fault`` (which
     returns once the fault has cleared), wait for every task, measure."""
-    settings = {**SHORT_LEASE, **(worker_settings or {})}
+    settings = {**SHORT_LEASE, "llm_endpoints": [st.sim.base_url], **(worker_settings or {})}
     procs = [st.workers.start(concurrency=concurrency, **settings) for _ in range(workers)]
     for p in procs:
         p.wait_ready()
@@ -282,7 +282,8 @@ def kill_workers(kills: int = 3, every: float = 1.5, sig: int = signal.SIGKILL,
             st.victims.add(victim.pid)
             victim.proc.send_signal(sig)
             await asyncio.to_thread(victim.proc.wait, 30)
-            st.workers.start(concurrency=concurrency, **{**SHORT_LEASE, **(settings or {})})
+            st.workers.start(concurrency=concurrency, **{
+                **SHORT_LEASE, "llm_endpoints": [st.sim.base_url], **(settings or {})})
         return None
     return fault
 

@@ -33,7 +33,8 @@ async def test_transient_errors_are_retried_and_recorded_on_each_call(
     pg_url: str, sim_factory: Callable[..., SimServer]
 ) -> None:
     sim = sim_factory(error_rate=0.3, seed=3, retry_after=0.01)
-    ctx = make_ctx(pg_url, "w1", llm_max_retries=8, llm_retry_budget=200)
+    ctx = make_ctx(pg_url, "w1", llm_max_retries=8, llm_retry_budget=200,
+                   llm_endpoints=[sim.base_url])
     try:
         task_id = await insert_task(ctx.sessions, config={"seed": 11},
                                     model=http_spec(sim.base_url))
@@ -55,7 +56,8 @@ async def test_provider_down_past_the_budget_stops_resumable_and_resume_pays_not
     pg_url: str, sim_factory: Callable[..., SimServer]
 ) -> None:
     sim = sim_factory(error_rate=0.3, seed=5, retry_after=0.01)
-    stingy = make_ctx(pg_url, "w1", llm_max_retries=8, llm_retry_budget=0)
+    stingy = make_ctx(pg_url, "w1", llm_max_retries=8, llm_retry_budget=0,
+                      llm_endpoints=[sim.base_url])
     try:
         task_id = await insert_task(stingy.sessions, config={"seed": 11},
                                     model=http_spec(sim.base_url))
@@ -73,7 +75,8 @@ async def test_provider_down_past_the_budget_stops_resumable_and_resume_pays_not
     finally:
         await stingy.aclose()
 
-    ctx = make_ctx(pg_url, "w2", llm_max_retries=8, llm_retry_budget=200)
+    ctx = make_ctx(pg_url, "w2", llm_max_retries=8, llm_retry_budget=200,
+                   llm_endpoints=[sim.base_url])
     try:
         async with ctx.sessions() as s:
             row = await s.get(type(task), task_id)
