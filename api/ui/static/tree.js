@@ -110,17 +110,20 @@ export function isFailed(node) {
     node.status !== "skipped" && node.status !== "cancelled");
 }
 
-function verdictOf(node) {
-  // issue 17 adds a verified outcome; show it when the node carries one
+// the environment's verdict (issue 17): "confirmed" / "refuted" / "unknown", or a boolean
+// `verified`; undefined when the node carries none
+export function verdictOf(node) {
   if (node.verified !== undefined && node.verified !== null) return node.verified;
-  if (node.verdict !== undefined && node.verdict !== null) {
-    if (typeof node.verdict === "object") return node.verdict.success ?? node.verdict.passed;
-    return node.verdict;
-  }
-  return undefined;
+  const v = node.verdict;
+  if (v === undefined || v === null) return undefined;
+  if (v === "confirmed") return true;
+  if (v === "refuted") return false;
+  if (typeof v === "object") return v.success ?? v.passed ?? null;
+  return typeof v === "boolean" ? v : null; // unknown
 }
 
 export function claimOf(node) {
+  if (node.claim !== undefined) return node.claim;
   return node.executor_success ?? node.self_assessed ?? null;
 }
 
