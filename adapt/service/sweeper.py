@@ -103,8 +103,7 @@ async def release_leases(
 
 def owner_is_dead(owner: str, me: str, host: str) -> bool:
     """Whether the lease owner ``<host>:<pid>:<suffix>`` (see ``default_worker_id``) is a
-    process of this host that no longer runs: its pid is gone, or it is our own pid with another
-    suffix (an earlier run of this server in the same container). Unknown: not dead."""
+    process of this host that no longer runs (its pid is gone). Unknown: not dead."""
     owner_host, _, rest = owner.partition(":")
     pid_text, _, _ = rest.partition(":")
     if owner_host != host or owner == me:
@@ -114,7 +113,7 @@ def owner_is_dead(owner: str, me: str, host: str) -> bool:
     except ValueError:
         return False
     if pid == os.getpid():
-        return True
+        return False  # another runner of this very process (or a reused pid): not provably dead
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
