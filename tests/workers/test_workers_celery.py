@@ -48,7 +48,7 @@ async def test_a_worker_runs_a_dispatched_task_to_the_engine_tree(
     assert evs[-1].type == "task.finished" and evs[-1].payload["status"] == "succeeded"
     # every call reached the server exactly once
     assert sim_prompt_hashes(sim.log()) == await persisted_prompt_hashes(pg_sessions, task_id)
-    assert task.llm_calls == 22
+    assert task.llm_calls == 15
 
 
 async def test_many_tasks_run_concurrently_on_one_worker_process(

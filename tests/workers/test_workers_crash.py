@@ -39,7 +39,7 @@ async def wait_calls(sessions: async_sessionmaker[AsyncSession], task_id: str, n
 async def check_complete(sessions: async_sessionmaker[AsyncSession], task_id: str,
                          sim: SimServer) -> None:
     task = await task_row(sessions, task_id)
-    assert task.status == "succeeded" and task.llm_calls == 22 and task.lease_owner is None
+    assert task.status == "succeeded" and task.llm_calls == 15 and task.lease_owner is None
     expected = as_persisted(await reference_tree({"seed": 11}, RunConfig(d_max=4)))
     assert await persisted_tree(sessions, task_id) == expected
     evs = await events(sessions, task_id)
