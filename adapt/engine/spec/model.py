@@ -155,8 +155,9 @@ class Spec(BaseModel):
     def builtin(cls, name: str) -> Spec:
         """One of the shipped agents: react, rewoo, reflexion, cot, direct, pass."""
         key = name.strip().lower()
+        # only a shipped name: a user-supplied name never becomes a path of its own ("../x")
         path = resources.files("adapt.engine.spec").joinpath("builtins", f"{key}.lisp")
-        if not path.is_file():
+        if key not in available_builtins() or not path.is_file():
             raise SpecSyntaxError(f"no built-in specification {name!r}; built-ins: "
                                   f"{', '.join(available_builtins())}")
         return cls.parse(path.read_text(encoding="utf-8"))

@@ -158,3 +158,10 @@ def test_syntax_errors_name_line_and_column() -> None:
 def test_unknown_builtin_lists_the_builtins() -> None:
     with pytest.raises(SpecSyntaxError, match="built-ins: cot, direct, pass"):
         Spec.builtin("nope")
+
+
+def test_builtin_names_are_never_paths() -> None:
+    """A name is looked up among the shipped ones, never joined into a path of its own."""
+    for name in ("../builtins/react", "builtins/../react", "./react"):
+        with pytest.raises(SpecSyntaxError, match="no built-in specification"):
+            Spec.builtin(name)
