@@ -182,32 +182,26 @@ class Settings(BaseSettings):
         "keys configured (anyone can then use it).",
     )
 
+    webhook_allowed_networks: list[str] = Field(
+        default_factory=list, description="Networks (CIDRs, JSON list, e.g. "
+        '["10.0.0.0/8", "127.0.0.1/32"]) or host names webhooks may be sent to although they '
+        "are not public addresses. Empty: webhooks go to public addresses only.")
+    webhook_retry_seconds: float = Field(
+        default=86_400.0, gt=0, description="How long after an event its webhook delivery is "
+        "retried (exponential backoff) before it is marked failed.")
+    webhook_backoff_seconds: float = Field(
+        default=5.0, gt=0, description="Wait before a webhook's first retry; doubles with each "
+        "retry, at most an hour.")
+    webhook_timeout_seconds: float = Field(default=10.0, gt=0,
+                                           description="Seconds per webhook request.")
+    webhook_poll_seconds: float = Field(
+        default=2.0, gt=0, description="How often a worker looks for webhook deliveries that "
+        "are due (events of its own tasks wake it at once).")
+
     sse_poll_seconds: float = Field(default=0.2, gt=0,
                                     description="How often an SSE stream looks for new events.")
     sse_keepalive_seconds: float = Field(default=15.0, gt=0,
                                          description="SSE keep-alive comment interval.")
-
-    sql_host: str = Field(default="127.0.0.1",
-                          description="MariaDB server of the intercode_sql environment.")
-    sql_port: int = Field(default=3306, ge=1, le=65535, description="MariaDB port.")
-    sql_admin_user: str = Field(
-        default="root", description="MariaDB user that `adapt data load-sql` loads the "
-        "InterCode-SQL databases and creates the agent user with.",
-    )
-    sql_admin_password: str = Field(default="", description="Password of sql_admin_user.")
-    sql_agent_user: str = Field(
-        default="adapt_agent", min_length=1, description="Read-only MariaDB user the "
-        "intercode_sql environment runs the agent's queries as (SELECT, SHOW VIEW on the "
-        "loaded databases only; created by `adapt data load-sql`).",
-    )
-    sql_agent_password: str = Field(
-        default="adapt_agent", description="Password of sql_agent_user (set by `adapt data "
-        "load-sql`; change it where the server is shared).",
-    )
-    sql_statement_timeout_seconds: float = Field(
-        default=5.0, gt=0, description="Longest an agent's SQL statement may run before the "
-        "server stops it (MariaDB max_statement_time).",
-    )
 
     @field_validator("llm_endpoints", mode="before")
     @classmethod

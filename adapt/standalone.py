@@ -82,13 +82,10 @@ async def run_local(
     goal: str | None = None,
     sink: TreeSink | None = None,
 ) -> TaskResult:
-    validated = registry.validate_config(env_name, env_config)
+    validated = registry.validate_config(env_name, env_config)  # once, here at the edge
     env = registry.create(env_name)
     try:
-        return await run_task(
-            env, validated.model_dump(exclude_none=True, exclude_unset=True), config,
-            models.executor,
-            models.planner, goal=goal, sink=sink,
-        )
+        return await run_task(env, validated, config, models.executor, models.planner,
+                              goal=goal, sink=sink)
     finally:
         env.close()

@@ -26,7 +26,7 @@ from adapt.store.db import create_engine, session_factory
 from api import docs, openapi, problems, ui
 from api.deps import KeysCache, check_text_inputs
 from api.middleware import BodyLimitMiddleware, CatchAllMiddleware
-from api.routes import environments, events, health, metrics, tasks, tree
+from api.routes import environments, events, health, metrics, tasks, tree, webhooks
 from api.sse import StreamOptions
 
 log = logging.getLogger(__name__)
@@ -120,7 +120,7 @@ def create_app(settings: Settings | None = None, *,
     problems.install(app)
     openapi.install(app, settings)
     docs.install(app)
-    for module in (tasks, tree, events, environments, health, metrics):
+    for module in (tasks, tree, events, environments, health, metrics, webhooks):
         app.include_router(module.router)
     ui.install(app)
     # outermost last: the body limit runs before anything reads the body

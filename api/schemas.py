@@ -5,17 +5,17 @@ environments, health, and ``Problem`` (RFC 9457)."""
 from __future__ import annotations
 
 from datetime import datetime
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, computed_field, field_validator
 
 from adapt.engine.budget import Budget
 from adapt.engine.config import ExecutorConfig, MonitorConfig, PlannerConfig, RunConfig
-from adapt.engine.tree import Plan, TaskResult, UsageTotals
-from adapt.store.models import FINAL_STATUSES, LLMCallRow, NodeRow, StepRow, Task
+from adapt.engine.events import CallData, FinishedData, NodeData, ResumedData, StepData
+from adapt.engine.tree import NodeStatus, Plan, TaskResult, TaskStatus, UsageTotals
 
-TaskStatus = Literal["queued", "running", "succeeded", "failed", "cancelled", "budget_exceeded",
-                     "error"]
+#: response models read ORM rows by attribute (``Model.model_validate(row)``)
+FROM_ROWS = ConfigDict(from_attributes=True)
 _MODEL_SPEC_HELP = (
     "Model spec: openai:<model>[@<base_url>], openai-completions:<model>[@<base_url>] or "
     "sim:<name>[?knob=value]. Unset: the server's default model (the SIMULATED TextCraft model "
@@ -74,8 +74,32 @@ class BudgetCreate(Budget):
     model_config = STRICT
 
 
-class TaskCreate(BaseModel):
-    """A task to run. Unknown fields are rejected; types are strict (no coercion)."""
+WebhookEvent = Literal["task.finished", "node.finished"]
+
+
+class WebhookSubscription(BaseModel):
+    """Where to send a task's events (signed; see docs/webhooks.md)."""
+
+    model_config = STRICT
+
+    url: str = Field(min_length=1, max_length=2000, examples=["https://example.com/hooks/adapt"],
+                     description="http(s) URL on a public address (the operator may allow "
+                     "private networks: ADAPT_WEBHOOK_ALLOWED_NETWORKS).")
+    events: list[WebhookEvent] = Field(
+        default_factory=lambda: list[WebhookEvent](["task.finished"]), min_length=1,
+        max_length=2, description="task.finished (once, when the task ends) and/or "
+        "node.finished (each node of the tree as it ends).")
+
+
+#: what a request holds besides the run configuration
+_REQUEST_ONLY: dict[str, Any] = {"environment": True, "environment_config": True, "goal": True,
+                                 "executor": {"model"}, "planner": {"model"}, "webhook": True}
+
+
+class TaskCreate(RunConfig):
+    """A task to run: the run configuration (``RunConfig``: its keys, defaults and limits),
+    the environment, and the models. Unknown fields are rejected; types are strict (no
+    coercion)."""
 
     model_config = STRICT
 
@@ -87,40 +111,20 @@ class TaskCreate(BaseModel):
     )
     goal: str | None = Field(default=None, min_length=1, max_length=10_000,
                              description="Goal; unset: the environment's own goal.")
-    strategy: str = Field(default="adapt", max_length=64, examples=["adapt", "react"],
-                          description="How the task is driven (adapt, react, ...).")
-    d_max: int = Field(default=3, ge=1, le=8, description="Maximum decomposition depth.")
-    profile: Literal["default", "paper"] = Field(
-        default="default", examples=["default", "paper"],
-        description="'default': the project's improved behaviour; 'paper': the published "
-        "protocols of the papers for the environment (prompts, step and token limits, no "
-        "decoding monitor; see docs/reproducing-the-papers.md). Settings given explicitly win.")
+    # the sections, strict like the request (and the executor and planner take a model)
     executor: ExecutorCreate = Field(default_factory=ExecutorCreate)
     planner: PlannerCreate = Field(default_factory=PlannerCreate)
-    monitor: MonitorCreate = Field(
-        default_factory=MonitorCreate,
-        description="The decoding monitor on the executor's and planner's output (on by default).")
+    monitor: MonitorCreate = Field(default_factory=MonitorCreate,
+                                   description=RunConfig.model_fields["monitor"].description)
     budget: BudgetCreate = Field(default_factory=BudgetCreate)
-    seed: int | None = Field(default=None, description="Passed to the models with every call.")
-    verification: Literal["env", "off"] = Field(
-        default="env", description=RunConfig.model_fields["verification"].description)
-    grammar: bool = Field(default=False,
-                          description=RunConfig.model_fields["grammar"].description)
+    webhook: WebhookSubscription | None = Field(
+        default=None, description="Send this task's events to a URL, signed the Standard "
+        "Webhooks way; the signing secret is in the 202 reply only (webhook.secret).")
 
     def run_config(self) -> RunConfig:
         # exclude_unset: the profile fills in only what the user did not set
-        chosen = self.model_dump(include={"verification", "grammar"}, exclude_unset=True)
-        return RunConfig(
-            **chosen,
-            strategy=self.strategy, d_max=self.d_max, seed=self.seed,
-            budget=Budget.model_validate(self.budget.model_dump(exclude_unset=True)),
-            monitor=MonitorConfig.model_validate(self.monitor.model_dump(exclude_unset=True)),
-            profile=self.profile,
-            executor=ExecutorConfig.model_validate(
-                self.executor.model_dump(exclude={"model"}, exclude_unset=True)),
-            planner=PlannerConfig.model_validate(
-                self.planner.model_dump(exclude={"model"}, exclude_unset=True)),
-        )
+        return RunConfig.model_validate(self.model_dump(exclude=_REQUEST_ONLY,
+                                                        exclude_unset=True))
 
 
 # -- tasks: read ----------------------------------------------------------------------------
@@ -141,7 +145,18 @@ class TaskLinks(BaseModel):
     cancel: str
 
 
+class TaskWebhook(BaseModel):
+    id: str
+    url: str
+    events: list[str]
+    secret: str | None = Field(default=None, description="The signing secret (whsec_...): in "
+                               "the reply that created the task only.")
+    deliveries: str = Field(description="The delivery log of this task.")
+
+
 class TaskPublic(BaseModel):
+    model_config = FROM_ROWS
+
     id: str = Field(examples=["3f0c2b9e8a4d4e1f9b7a6c5d4e3f2a1b"])
     status: TaskStatus
     finished: bool = Field(description="True once status is final.")
@@ -167,44 +182,19 @@ class TaskPublic(BaseModel):
     started_at: datetime | None
     finished_at: datetime | None
     updated_at: datetime
-    links: TaskLinks
+    webhook: TaskWebhook | None = Field(default=None, description="The task's own webhook.")
 
-    @classmethod
-    def from_row(cls, t: Task) -> TaskPublic:
-        return cls(**_task_fields(t))
+    @computed_field  # type: ignore[prop-decorator]
+    @property
+    def links(self) -> TaskLinks:
+        base = f"/tasks/{self.id}"
+        return TaskLinks(self=base, tree=f"{base}/tree", events=f"{base}/events",
+                         cancel=f"{base}/cancel")
 
 
 class TaskDetail(TaskPublic):
     run_config: RunConfig
     result: TaskResult | None = Field(description="The engine's result once finished.")
-
-    @classmethod
-    def from_row(cls, t: Task) -> TaskDetail:
-        return cls(**_task_fields(t), run_config=RunConfig.model_validate(t.run_config),
-                   result=TaskResult.model_validate(t.result) if t.result else None)
-
-
-def _task_fields(t: Task) -> dict[str, Any]:
-    base = f"/tasks/{t.id}"
-    return dict(
-        id=t.id, status=t.status, finished=t.status in FINAL_STATUSES,
-        environment=t.environment, environment_config=t.environment_config, goal=t.goal,
-        resolved_goal=t.resolved_goal, strategy=t.strategy, profile=t.profile, d_max=t.d_max,
-        success=t.success,
-        reward=t.reward,
-        usage=UsageTotals(llm_calls=t.llm_calls, prompt_tokens=t.prompt_tokens,
-                          completion_tokens=t.completion_tokens, cost_usd=t.cost_usd),
-        models=TaskModels(
-            executor=ModelInfo(model=t.executor_model, simulated=t.executor_simulated),
-            planner=ModelInfo(model=t.planner_model, simulated=t.planner_simulated),
-        ),
-        simulated=t.executor_simulated or t.planner_simulated, nodes_count=t.nodes_count,
-        max_depth=t.max_depth, error=t.error, attempt=t.attempt,
-        cancel_requested=t.cancel_requested, last_seq=t.last_seq, created_at=t.created_at,
-        started_at=t.started_at, finished_at=t.finished_at, updated_at=t.updated_at,
-        links=TaskLinks(self=base, tree=f"{base}/tree", events=f"{base}/events",
-                        cancel=f"{base}/cancel"),
-    )
 
 
 class TaskList(BaseModel):
@@ -215,6 +205,8 @@ class TaskList(BaseModel):
 
 # -- tree and nodes -------------------------------------------------------------------------
 class NodePublic(BaseModel):
+    model_config = FROM_ROWS
+
     id: int
     parent_id: int | None
     position: int
@@ -222,8 +214,7 @@ class NodePublic(BaseModel):
     goal: str
     depth: int
     logic: Literal["and", "or"] | None
-    status: str = Field(examples=["succeeded"],
-                        description="pending, running, succeeded, failed, skipped or cancelled")
+    status: NodeStatus = Field(examples=["succeeded"])
     executor_success: bool | None
     self_assessed: bool | None
     claim: bool | None = Field(default=None, description="The executor's own outcome for the "
@@ -242,17 +233,6 @@ class NodePublic(BaseModel):
     error: str | None
     label: str | None
 
-    @staticmethod
-    def fields_of(n: NodeRow) -> dict[str, Any]:
-        return dict(
-            id=n.id, parent_id=n.parent_id, position=n.position, kind=n.kind, goal=n.goal,
-            depth=n.depth, logic=n.logic, status=n.status, executor_success=n.executor_success,
-            self_assessed=n.self_assessed, claim=n.claim, verdict=n.verdict,
-            evidence=n.evidence, success=n.success, reward=n.reward,
-            termination=n.termination, steps_count=n.steps_count,
-            usage=UsageTotals.model_validate(n.usage or {}), error=n.error, label=n.label,
-        )
-
 
 class TreeNode(NodePublic):
     children: list[TreeNode] = Field(default_factory=list)
@@ -270,6 +250,8 @@ class TaskTree(BaseModel):
 
 
 class StepPublic(BaseModel):
+    model_config = FROM_ROWS
+
     index: int
     kind: Literal["thought", "action"]
     raw: str
@@ -280,14 +262,10 @@ class StepPublic(BaseModel):
     error: str | None
     extra: dict[str, Any] | None
 
-    @classmethod
-    def from_row(cls, s: StepRow) -> StepPublic:
-        return cls(index=s.index, kind=s.kind, raw=s.raw, text=s.text,
-                   observation=s.observation, reward=s.reward, done=s.done, error=s.error,
-                   extra=s.extra)
-
 
 class LLMCallPublic(BaseModel):
+    model_config = FROM_ROWS
+
     id: int
     node_id: int | None
     role: str = Field(examples=["executor", "planner"])
@@ -311,17 +289,10 @@ class LLMCallPublic(BaseModel):
     attempt: int
     created_at: datetime
 
+    @field_validator("stop", mode="before")
     @classmethod
-    def from_row(cls, c: LLMCallRow) -> LLMCallPublic:
-        return cls(
-            id=c.id, node_id=c.node_id, role=c.role, model=c.model,
-            simulated=c.simulated, prompt=c.prompt,
-            messages=(c.messages or {}).get("messages"), stop=(c.stop or {}).get("stop") or [],
-            completion=c.completion, prompt_tokens=c.prompt_tokens,
-            completion_tokens=c.completion_tokens, usage_estimated=c.usage_estimated,
-            latency_s=c.latency_s, cost_usd=c.cost_usd, monitor=c.monitor, retries=c.retries,
-            attempt=c.attempt, created_at=c.created_at,
-        )
+    def _no_stop(cls, value: Any) -> Any:
+        return [] if value is None else value
 
 
 class NodeDetail(NodePublic):
@@ -330,23 +301,52 @@ class NodeDetail(NodePublic):
                               "logic expression (null for nodes that were not decomposed).")
     context_in: str | None
     context_out: str | None
-    children: list[int] = Field(description="Ids of the child nodes, in order.")
-    steps: list[StepPublic] = Field(description="The executor trajectory of this node.")
-    llm_calls: list[LLMCallPublic]
+    children: list[int] = Field(default_factory=list,
+                                description="Ids of the child nodes, in order.")
+    steps: list[StepPublic] = Field(default_factory=list,
+                                    description="The executor trajectory of this node.")
+    llm_calls: list[LLMCallPublic] = Field(default_factory=list)
 
 
 # -- events ---------------------------------------------------------------------------------
-EventType = Literal["node.created", "node.updated", "step", "llm_call", "task.finished"]
-
-
-class EventPublic(BaseModel):
+# One model per event type; ``data`` is the engine's payload model for that type.
+class _Event(BaseModel):
     seq: int = Field(description="Per-task, gap-free, from 1.")
-    type: EventType
     created_at: datetime
-    data: dict[str, Any] = Field(description='node.created / node.updated: {"node": Node}; '
-                                 'step: {"step": Step}; llm_call: {"call": LLMCall} (prompt and '
-                                 'messages null: see the node detail); '
-                                 'task.finished: {"status", "result", "error"}')
+
+
+class NodeEventPublic(_Event):
+    type: Literal["node.created", "node.updated"]
+    data: NodeData
+
+
+class StepEventPublic(_Event):
+    type: Literal["step"]
+    data: StepData
+
+
+class CallEventPublic(_Event):
+    type: Literal["llm_call"]
+    data: CallData = Field(description="The call; its prompt and messages are null (see the "
+                           "node detail).")
+
+
+class FinishedEventPublic(_Event):
+    type: Literal["task.finished"]
+    data: FinishedData
+
+
+class ResumedEventPublic(_Event):
+    type: Literal["task.resumed"]
+    data: ResumedData
+
+
+EventPublic = Annotated[
+    NodeEventPublic | StepEventPublic | CallEventPublic | FinishedEventPublic
+    | ResumedEventPublic,
+    Field(discriminator="type"),
+]
+EVENT = TypeAdapter(EventPublic)
 
 
 class EventList(BaseModel):
@@ -383,3 +383,50 @@ class Readiness(BaseModel):
 
 
 TreeNode.model_rebuild()
+
+
+# -- webhooks -------------------------------------------------------------------------------
+class WebhookEndpointCreate(WebhookSubscription):
+    description: str | None = Field(default=None, max_length=255)
+
+
+class WebhookEndpointPublic(BaseModel):
+    id: str
+    url: str
+    events: list[str]
+    description: str | None
+    created_at: datetime
+    secret: str | None = Field(default=None, description="The signing secret (whsec_...): in "
+                               "the reply that created the endpoint only.")
+
+
+class WebhookEndpointList(BaseModel):
+    items: list[WebhookEndpointPublic]
+
+
+class DeliveryAttempt(BaseModel):
+    at: datetime
+    status_code: int | None
+    error: str | None
+    duration_ms: int
+
+
+class WebhookDeliveryPublic(BaseModel):
+    id: str = Field(description="The webhook-id header of every attempt.")
+    endpoint_id: str
+    url: str
+    event_type: str
+    payload: dict[str, Any] = Field(description="The body sent.")
+    status: Literal["pending", "delivered", "failed"]
+    attempts: int
+    next_attempt_at: datetime | None = Field(description="When a pending delivery is tried "
+                                             "next.")
+    last_status_code: int | None
+    last_error: str | None
+    log: list[DeliveryAttempt] = Field(description="The latest attempts, oldest first.")
+    created_at: datetime
+    delivered_at: datetime | None
+
+
+class WebhookDeliveryList(BaseModel):
+    items: list[WebhookDeliveryPublic]

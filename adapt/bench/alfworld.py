@@ -18,35 +18,51 @@ games are generated (and validated) before any task runs, so their cost is not i
 
 from __future__ import annotations
 
-import asyncio
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from itertools import product
+from functools import partial
 from typing import Any
 
 from pydantic import BaseModel, Field
 
-from adapt.bench.report import (
-    EntryBase,
-    ModelInfo,
-    ReportBase,
-    TaskRecord,
-    markdown_table,
-    model_label,
-    write_outputs,
-)
-from adapt.bench.textcraft import (
+from adapt.bench.grid import (
     BenchModel,
+    Cell,
+    ModelInfo,
+    check_concurrency,
+    make_cells,
+    outcome_sums,
     parse_d_max,
     parse_executor_kinds,
     parse_names,
     parse_profiles,
     parse_strategies,
+    rate,
+    result_fields,
+    run_grid,
+    strategies_as_designs,
+    synchronous,
+    take_in_turn,
+    tree_fields,
+    usage_sums,
+)
+from adapt.bench.report import (
+    EntryBase,
+    ReportBase,
+    TaskRecord,
+    _cost,
+    _pct,
+    limited,
+    markdown_table,
+    model_label,
+    print_wide,
+    rich_table,
+    run_errors,
+    write_outputs,
 )
 from adapt.engine import RunConfig, run_task
-from adapt.engine.profiles import apply_profile
 from adapt.engine.runtime import PriceFn
 from adapt.errors import InvalidConfig
 
@@ -132,12 +148,8 @@ def select_games(split: str = "test", task_types: str | Sequence[str] | None = N
     if limit is None or limit >= len(chosen):
         return chosen
     groups = {k: [g for g in chosen if g.task_type == k] for k in kinds}
-    picked: list[BenchGame] = []
-    while len(picked) < limit:
-        for k in kinds:
-            taken = sum(g.task_type == k for g in picked)
-            if len(picked) < limit and taken < len(groups[k]):
-                picked.append(groups[k][taken])
+    quota = take_in_turn(groups, limit)
+    picked = [g for k in kinds for g in groups[k][: quota[k]]]
     return sorted(picked, key=chosen.index)
 
 
@@ -152,29 +164,21 @@ def prepare(selected: Sequence[BenchGame]) -> float:
     return time.monotonic() - started
 
 
-async def _run_one(model: BenchModel, strategy: str, d_max: int, game: BenchGame,
-                   config: RunConfig, price: PriceFn | None,
-                   env_extra: dict[str, Any]) -> ALFWorldTaskRecord:
+async def _run_one(cell: Cell, game: BenchGame, price: PriceFn | None) -> ALFWorldTaskRecord:
     from adapt.envs.alfworld import ALFWorld
 
     env = ALFWorld()
     try:
-        result = await run_task(env, {**env_extra, **game.config}, config, model.executor,
-                                model.planner, price=price)
+        result = await run_task(env, {**cell.env_extra, **game.config}, cell.config,
+                                cell.model.executor, cell.model.planner, price=price)
         item = env.goal
     finally:
         env.close()
     return ALFWorldTaskRecord(
-        id=game.id, item=item, depth=0, task_type=game.task_type, strategy=strategy,
-        profile=config.profile, executor=config.executor.kind, model=model.label, d_max=d_max, status=result.status, reward=result.reward,
-        success=result.success, max_depth=result.max_depth, nodes=result.nodes,
-        usage=result.usage, usage_by_role=dict(sorted(result.usage_by_role.items())),
-        wall_seconds=result.wall_seconds, error=result.error,
+        id=game.id, item=item, depth=0, task_type=game.task_type, strategy=cell.strategy,
+        profile=cell.profile, executor=cell.executor, model=cell.model.label,
+        d_max=cell.d_max, **result_fields(result), **tree_fields(result),
     )
-
-
-def _rate(n: int, d: int) -> float:
-    return n / d if d else 0.0
 
 
 def aggregate(records: Sequence[ALFWorldTaskRecord], *, model: ModelInfo, strategy: str,
@@ -186,22 +190,14 @@ def aggregate(records: Sequence[ALFWorldTaskRecord], *, model: ModelInfo, strate
         if of_kind:
             n = sum(r.solved for r in of_kind)
             by_type[kind] = TypeStats(tasks=len(of_kind), successes=n,
-                                      success_rate=_rate(n, len(of_kind)))
-    cost: float | None = 0.0
-    for r in records:
-        cost = None if cost is None or r.usage.cost_usd is None else cost + r.usage.cost_usd
-    wall = sum(r.wall_seconds for r in records)
+                                      success_rate=rate(n, len(of_kind)))
+    sums = {**usage_sums(records), **outcome_sums(records)}
     return ALFWorldEntry(
         strategy=strategy, profile=profile, executor=executor, model=model.label,
         simulated=model.simulated, d_max=d_max,
-        tasks=len(records), successes=len(wins), success_rate=_rate(len(wins), len(records)),
-        self_assessed_success_rate=_rate(sum(r.success for r in records), len(records)),
-        by_type=by_type, llm_calls=sum(r.usage.llm_calls for r in records),
-        prompt_tokens=sum(r.usage.prompt_tokens for r in records),
-        completion_tokens=sum(r.usage.completion_tokens for r in records), cost_usd=cost,
-        wall_seconds=wall, mean_task_seconds=wall / len(records) if records else 0.0,
-        statuses=dict(sorted(Counter(r.status for r in records).items())),
-        errors=sum(r.status == "error" for r in records),
+        tasks=len(records), successes=len(wins), success_rate=rate(len(wins), len(records)),
+        self_assessed_success_rate=rate(sum(r.success for r in records), len(records)),
+        by_type=by_type, mean_task_seconds=rate(sums["wall_seconds"], len(records)), **sums,
     )
 
 
@@ -234,42 +230,16 @@ async def run_alfworld_bench_async(
     bench_models = [models] if isinstance(models, BenchModel) else list(models)
     if not bench_models:
         raise InvalidConfig("no models to benchmark")
-    if concurrency < 1:
-        raise InvalidConfig(f"--concurrency must be at least 1, got {concurrency}")
+    check_concurrency(concurrency)
     selected = select_games(split, task_types, limit, data_dir)
     generation = prepare(selected)
-    base_config = base_config or RunConfig()
-    configs: dict[tuple[str, str, int, str], RunConfig] = {}
-    env_extras: dict[str, dict[str, Any]] = {}
-    base_data = base_config.model_dump(exclude_unset=True)
-    for p in profile_names:
-        for s in names:
-            for d in depths:
-                for k in kinds:
-                    chosen = RunConfig.model_validate(
-                        {**base_data, "profile": p, "strategy": s, "d_max": d, "seed": seed,
-                         "executor": {**base_data.get("executor", {}), "kind": k}})
-                    configs[p, s, d, k], env_extras[p] = apply_profile(chosen, ALFWorld)
-    gate = asyncio.Semaphore(concurrency)
-    jobs = [(m, p, s, d, k, g) for m in bench_models for p in profile_names for s in names
-            for d in depths for k in kinds for g in selected]
-
-    async def run(job: tuple[BenchModel, str, str, int, str, BenchGame]) -> ALFWorldTaskRecord:
-        m, p, s, d, k, g = job
-        async with gate:
-            record = await _run_one(m, s, d, g, configs[p, s, d, k], price, env_extras[p])
-        if on_result is not None:
-            on_result(record)
-        return record
-
-    started = time.monotonic()
-    records = list(await asyncio.gather(*(run(j) for j in jobs)))
-    elapsed = time.monotonic() - started
-    n = len(selected)
-    combos = product(bench_models, profile_names, names, depths, kinds)  # the jobs' order
-    entries = [aggregate(records[i * n : (i + 1) * n], model=m.info(), strategy=s, d_max=d,
-                         profile=p, executor=k)
-               for i, (m, p, s, d, k) in enumerate(combos)]
+    cells = make_cells(bench_models, profile_names, strategies_as_designs(names), depths, kinds,
+                       env=ALFWorld, base_config=base_config, settings={"seed": seed})
+    ran = await run_grid(cells, selected, partial(_run_one, price=price),
+                         concurrency=concurrency, on_result=on_result)
+    entries = [aggregate(chunk, model=c.model.info(), strategy=c.strategy, d_max=c.d_max,
+                         profile=c.profile, executor=c.executor)
+               for c, chunk in zip(cells, ran.chunks(), strict=True)]
     counts = Counter(g.task_type for g in selected)
     return ALFWorldBenchReport(
         split=split, task_type=None if task_types is None else ",".join(
@@ -279,21 +249,15 @@ async def run_alfworld_bench_async(
         models=[m.info() for m in bench_models], simulated=any(m.simulated for m in bench_models),
         task_count=len(selected),
         tasks_by_type={k: counts[k] for k in [*TASK_TYPES, "unknown"] if counts[k]},
-        elapsed_seconds=elapsed, generation_seconds=generation, entries=entries,
-        results=records,
+        elapsed_seconds=ran.elapsed_seconds, generation_seconds=generation, entries=entries,
+        results=ran.records,
     )
 
 
-def run_alfworld_bench(**kwargs: Any) -> ALFWorldBenchReport:
-    """:func:`run_alfworld_bench_async` from synchronous code."""
-    return asyncio.run(run_alfworld_bench_async(**kwargs))
+run_alfworld_bench = synchronous(run_alfworld_bench_async)
 
 
 # -- rendering --------------------------------------------------------------------------------
-def _pct(rate: float) -> str:
-    return f"{100 * rate:.1f}%"
-
-
 def table_rows(report: ALFWorldBenchReport) -> tuple[list[str], list[list[str]]]:
     """Headers and rows: one row per (strategy, model, d_max), success per task type."""
     kinds = [k for k in [*TASK_TYPES, "unknown"] if k in report.tasks_by_type]
@@ -310,16 +274,13 @@ def table_rows(report: ALFWorldBenchReport) -> tuple[list[str], list[list[str]]]
             s = e.by_type.get(k)
             cells.append("–" if s is None else f"{_pct(s.success_rate)} ({s.successes}/{s.tasks})")
         cells += [str(e.llm_calls), f"{e.prompt_tokens}/{e.completion_tokens}",
-                  "unknown" if e.cost_usd is None else f"${e.cost_usd:.4f}",
-                  f"{e.wall_seconds:.2f}"]
+                  _cost(e.cost_usd, False), f"{e.wall_seconds:.2f}"]
         rows.append(cells)
     return headers, rows
 
 
 def title(report: ALFWorldBenchReport) -> str:
-    sel = f"split {report.split}, {report.task_count} games"
-    if report.limit is not None:
-        sel += f" (limit {report.limit})"
+    sel = limited(f"split {report.split}, {report.task_count} games", report.limit)
     return f"ALFWorld benchmark — {sel}, seed {report.seed}"
 
 
@@ -329,10 +290,7 @@ def notes(report: ALFWorldBenchReport) -> list[str]:
            f", game generation {report.generation_seconds:.2f} s before the runs"]
     if report.simulated:
         out.append("SIMULATED model(s): numbers come from scripted or simulated models")
-    errors = sum(e.errors for e in report.entries)
-    if errors:
-        out.append(f"{errors} task run(s) ended with an error (see tasks.jsonl)")
-    return out
+    return [*out, *run_errors(report.entries)]
 
 
 def to_markdown(report: ALFWorldBenchReport) -> str:
@@ -343,24 +301,9 @@ def to_markdown(report: ALFWorldBenchReport) -> str:
 
 def print_alfworld_table(report: ALFWorldBenchReport, console: Any) -> None:
     """The table on ``console``; not on a terminal (a pipe, a file), at its natural width."""
-    from rich.console import Console
-    from rich.measure import Measurement
-    from rich.table import Table
-
     headers, rows = table_rows(report)
-    table = Table(title=title(report), title_justify="left")
-    for h in headers:
-        table.add_column(h, justify="left" if h in ("strategy", "model") else "right",
-                         overflow="fold")
-    for row in rows:
-        table.add_row(*row)
-    if not console.is_terminal:
-        wide = Console(file=console.file, width=10_000, color_system=None)
-        width = Measurement.get(wide, wide.options, table).maximum
-        console = Console(file=console.file, width=max(console.width, width), color_system=None)
-    console.print(table)
-    for note in notes(report):
-        console.print(note, style="dim", highlight=False)
+    print_wide(rich_table(title(report), headers, rows, left=("strategy", "model")),
+               notes(report), console)
 
 
 def write_alfworld_report(report: ALFWorldBenchReport, out_dir: Any) -> list[Any]:

@@ -20,6 +20,7 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
+from adapt.bench.grid import ModelInfo, outcome_sums, rate, usage_sums
 from adapt.engine.tree import MonitorTotals, UsageTotals
 
 #: keys of the JSON entries that vary from run to run (wall-clock time)
@@ -68,6 +69,8 @@ class TaskRecord(BaseModel):
     checkable_subgoals: int = 0
     #: claim vs verdict of every task node that ran
     node_checks: list[NodeCheck] = Field(default_factory=list)
+    #: executor calls per model (a model cascade's calls by stage)
+    executor_calls_by_model: dict[str, int] = Field(default_factory=dict)
 
     @property
     def claimed(self) -> bool:
@@ -87,13 +90,6 @@ class DepthStats(BaseModel):
     self_assessed_success_rate: float
     #: mean decomposition depth used among successes (None: no success)
     k_max: float | None
-
-
-class ModelInfo(BaseModel):
-    label: str
-    executor: str
-    planner: str
-    simulated: bool
 
 
 class EntryBase(BaseModel):
@@ -133,6 +129,8 @@ class BenchEntry(EntryBase):
     executor_calls: int
     planner_calls: int
     calls_by_role: dict[str, int]
+    #: executor calls per model: with a model cascade, how often each stage ran
+    executor_calls_by_model: dict[str, int] = Field(default_factory=dict)
 
 
 class ReportBase(BaseModel):
@@ -181,8 +179,7 @@ def _strip_timing(value: Any) -> Any:
 
 
 # -- aggregation ----------------------------------------------------------------------------
-def _rate(n: int, d: int) -> float:
-    return n / d if d else 0.0
+_rate = rate
 
 
 def _mean(values: Sequence[int]) -> float | None:
@@ -211,14 +208,13 @@ def aggregate(
         for depth in sorted({r.depth for r in records})
     }
     calls: Counter[str] = Counter()
+    by_model: Counter[str] = Counter()
     for r in records:
         for role, usage in r.usage_by_role.items():
             calls[role] += usage.llm_calls
-    cost: float | None = 0.0
-    for r in records:
-        cost = None if cost is None or r.usage.cost_usd is None else cost + r.usage.cost_usd
-    wall = sum(r.wall_seconds for r in records)
+        by_model.update(r.executor_calls_by_model)
     checked = sum(r.checked_subgoals for r in records)
+    sums = {**usage_sums(records), **outcome_sums(records)}
     return BenchEntry(
         checkable_subgoal_share=(sum(r.checkable_subgoals for r in records) / checked
                                  if checked else None),
@@ -236,17 +232,12 @@ def aggregate(
         by_depth=by_depth,
         k_max=overall.k_max,
         k_max_by_depth={k: v.k_max for k, v in by_depth.items()},
-        llm_calls=sum(r.usage.llm_calls for r in records),
         executor_calls=calls.get("executor", 0),
         planner_calls=calls.get("planner", 0),
         calls_by_role=dict(sorted(calls.items())),
-        prompt_tokens=sum(r.usage.prompt_tokens for r in records),
-        completion_tokens=sum(r.usage.completion_tokens for r in records),
-        cost_usd=cost,
-        wall_seconds=wall,
-        mean_task_seconds=wall / len(records) if records else 0.0,
-        statuses=dict(sorted(Counter(r.status for r in records).items())),
-        errors=sum(r.status == "error" for r in records),
+        executor_calls_by_model=dict(by_model),
+        mean_task_seconds=sums["wall_seconds"] / len(records) if records else 0.0,
+        **sums,
     )
 
 
@@ -327,13 +318,22 @@ def table_rows(report: BenchReport, *, with_model: bool = True,
     return headers, rows
 
 
+def run_errors(entries: Iterable[Any]) -> list[str]:
+    """The note on task runs that ended with an error, if any did."""
+    errors = sum(e.errors for e in entries)
+    return [f"{errors} task run(s) ended with an error (see tasks.jsonl)"] if errors else []
+
+
+def limited(selection: str, limit: int | None) -> str:
+    """A title's selection, with `` (limit N)`` when a limit was given."""
+    return selection if limit is None else f"{selection} (limit {limit})"
+
+
 def title(report: BenchReport) -> str:
     sel = f"split {report.split}"
     if report.depth is not None:
         sel += f", recipe depth {report.depth}"
-    sel += f", {report.task_count} tasks"
-    if report.limit is not None:
-        sel += f" (limit {report.limit})"
+    sel = limited(f"{sel}, {report.task_count} tasks", report.limit)
     prompts = getattr(report, "prompts", "default")
     if prompts != "default":
         sel += f", {prompts} prompts"
@@ -347,23 +347,38 @@ def notes(report: BenchReport) -> list[str]:
            f"{report.concurrency})"]
     if report.simulated:
         out.append("SIMULATED model(s): numbers come from the offline simulator, not an LLM")
-    errors = sum(e.errors for e in report.entries)
-    if errors:
-        out.append(f"{errors} task run(s) ended with an error (see tasks.jsonl)")
-    return out
+    return [*out, *run_errors(report.entries)]
 
 
 def print_table(report: BenchReport, console: Console) -> None:
     """Print :func:`render_table`; not on a terminal (a pipe, a file), at its natural width
     instead of squeezed into 80 columns."""
-    table = render_table(report)
+    print_wide(render_table(report),
+               ["depth columns: success rate by environment reward, k=k_max", *notes(report)],
+               console)
+
+
+def print_wide(table: Table, notes_lines: Sequence[str], console: Console) -> None:
+    """``table`` then the notes, dimmed; off a terminal (a pipe, a file) at the table's natural
+    width instead of squeezed into 80 columns."""
     if not console.is_terminal:
         wide = Console(file=console.file, width=10_000, color_system=None)
         width = Measurement.get(wide, wide.options, table).maximum
         console = Console(file=console.file, width=max(console.width, width), color_system=None)
     console.print(table)
-    for note in ["depth columns: success rate by environment reward, k=k_max", *notes(report)]:
+    for note in notes_lines:
         console.print(note, style="dim", highlight=False)
+
+
+def rich_table(title_line: str, headers: Sequence[str], rows: Sequence[Sequence[str]], *,
+               left: Sequence[str]) -> Table:
+    """A rich table (``left`` columns left-aligned, the others right-aligned)."""
+    table = Table(title=title_line, title_justify="left")
+    for h in headers:
+        table.add_column(h, justify="left" if h in left else "right", overflow="fold")
+    for row in rows:
+        table.add_row(*row)
+    return table
 
 
 def render_table(report: BenchReport) -> Table:
@@ -373,13 +388,7 @@ def render_table(report: BenchReport) -> Table:
     caption = title(report)
     if one_model:
         caption += f"\nmodel: {model_label(report.models[0])}"
-    table = Table(title=caption, title_justify="left")
-    for h in headers:
-        table.add_column(h, justify="left" if h in ("strategy", "profile", "model") else "right",
-                         overflow="fold")
-    for row in rows:
-        table.add_row(*row)
-    return table
+    return rich_table(caption, headers, rows, left=("strategy", "profile", "model"))
 
 
 def markdown_table(title_line: str, headers: Sequence[str], rows: Sequence[Sequence[str]],

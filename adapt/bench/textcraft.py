@@ -27,43 +27,49 @@ entries for the same setting sit side by side.
 
 from __future__ import annotations
 
-import asyncio
-import time
+from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from itertools import product
+from functools import partial
+from pathlib import Path
 from typing import Any, get_args
 
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
+from adapt.bench.grid import (
+    BenchModel,
+    Cell,
+    as_models,
+    check_concurrency,
+    make_cells,
+    parse_d_max,
+    parse_executor_kinds,
+    parse_profiles,
+    parse_strategies,
+    result_fields,
+    run_grid,
+    strategies_as_designs,
+    synchronous,
+    take_in_turn,
+    tree_fields,
+)
 from adapt.bench.report import (
     BenchEntry,
     BenchReport,
-    ModelInfo,
     NodeCheck,
     TaskRecord,
     aggregate,
 )
-from adapt.engine import (
-    MemorySink,
-    RunConfig,
-    available_executors,
-    available_strategies,
-    run_task,
-)
-from adapt.engine.profiles import PROFILES, apply_profile
+from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.engine.runtime import PriceFn
 from adapt.envs.textcraft import TextCraft, TextCraftConfig
 from adapt.envs.textcraft.tasks import Task, tasks
 from adapt.errors import InvalidConfig
-from adapt.llm.base import ChatModel
 from adapt.settings import SIM_DEFAULT_MODEL
 
 SPLITS = ("dev", "test", "all")
 DEFAULT_STRATEGIES = ("adapt", "react")
 DEFAULT_D_MAX = (4,)  # the paper's TextCraft setting
 DEFAULT_EXECUTOR = "react"
-D_MAX_RANGE = (1, 8)  # RunConfig.d_max bounds
 #: the TextCraft prompt sets (``TextCraftConfig.prompts``; ``small`` suits small local models)
 PROMPT_SETS: tuple[str, ...] = get_args(TextCraftConfig.model_fields["prompts"].annotation)
 
@@ -111,96 +117,6 @@ class ExecutorBenchReport(BenchReport):
         return data
 
 
-@dataclass(frozen=True)
-class BenchModel:
-    """The models one benchmark column runs with."""
-
-    executor: ChatModel
-    planner: ChatModel
-
-    @property
-    def label(self) -> str:
-        if self.planner is self.executor or self.planner.name == self.executor.name:
-            return self.executor.name
-        return f"{self.executor.name} + planner {self.planner.name}"
-
-    @property
-    def simulated(self) -> bool:
-        return bool(self.executor.simulated or self.planner.simulated)
-
-    def info(self) -> ModelInfo:
-        return ModelInfo(label=self.label, executor=self.executor.name,
-                         planner=self.planner.name, simulated=self.simulated)
-
-    @classmethod
-    def from_spec(cls, spec: str, planner_spec: str | None = None) -> BenchModel:
-        """Load local models by spec (no settings: remote endpoints are refused)."""
-        from adapt.llm.spec import load_model
-
-        executor = load_model(spec)
-        planner = executor if planner_spec in (None, spec) else load_model(planner_spec)
-        return cls(executor, planner)
-
-
-# -- argument parsing -----------------------------------------------------------------------
-def _items(value: str | Sequence[str] | Sequence[int]) -> list[str]:
-    raw = value.split(",") if isinstance(value, str) else [str(v) for v in value]
-    return [v.strip() for v in raw]
-
-
-def parse_names(value: str | Sequence[str], known: Sequence[str], *, option: str,
-                example: str, noun: tuple[str, str], listed_as: str = "available") -> list[str]:
-    """Comma-separated names, each one of ``known`` (order kept, duplicates dropped); a clear
-    ``InvalidConfig`` names ``option`` and lists the known names otherwise."""
-    names = _items(value)
-    listing = ", ".join(known)
-    if not names or any(not n for n in names):
-        raise InvalidConfig(f"{option}: give comma-separated names, e.g. {example} "
-                            f"(got {value!r}); {listed_as}: {listing}")
-    unknown = [n for n in names if n not in known]
-    if unknown:
-        raise InvalidConfig(f"unknown {noun[0] if len(unknown) == 1 else noun[1]} "
-                            f"{', '.join(map(repr, unknown))}; {listed_as}: {listing}")
-    return list(dict.fromkeys(names))
-
-
-def parse_strategies(value: str | Sequence[str]) -> list[str]:
-    """``"adapt,react"`` -> ``["adapt", "react"]``; unknown names raise listing the available."""
-    return parse_names(value, available_strategies(), option="--strategies",
-                       example="adapt,react", noun=("strategy", "strategies"))
-
-
-def parse_executor_kinds(value: str | Sequence[str]) -> list[str]:
-    """``"react,stateact"`` -> ``["react", "stateact"]``; unknown kinds raise listing the known."""
-    return parse_names(value, available_executors(), option="--executors", example="react,stateact",
-                       noun=("executor kind", "executor kinds"), listed_as="known")
-
-
-def parse_profiles(value: str | Sequence[str]) -> list[str]:
-    """``"default,paper"`` -> ``["default", "paper"]``; unknown names raise listing the known."""
-    return parse_names(value, PROFILES, option="--profile", example="default,paper",
-                       noun=("profile", "profiles"), listed_as="known")
-
-
-def parse_d_max(value: str | int | Sequence[int]) -> list[int]:
-    """``"4"`` or ``"1,2,3,4"`` -> sorted, de-duplicated depths within 1..8."""
-    lo, hi = D_MAX_RANGE
-    items = _items(str(value) if isinstance(value, int) else value)
-    out: list[int] = []
-    for item in items:
-        try:
-            d = int(item)
-        except ValueError:
-            raise InvalidConfig(f"--d-max: {item!r} is not an integer; give a depth such as 4 "
-                                f"or a list such as 1,2,3,4 (each {lo}..{hi})") from None
-        if not lo <= d <= hi:
-            raise InvalidConfig(f"--d-max: {d} is out of range; each depth must be {lo}..{hi}")
-        out.append(d)
-    if not out:
-        raise InvalidConfig("--d-max: give a depth such as 4 or a list such as 1,2,3,4")
-    return sorted(set(out))
-
-
 def _spread(items: Sequence[Task], k: int) -> list[Task]:
     n = len(items)
     return [items[(2 * i + 1) * n // (2 * k)] for i in range(k)] if k < n else list(items)
@@ -224,46 +140,65 @@ def select_tasks(split: str = "test", depth: int | None = None,
     groups: dict[int, list[Task]] = {}
     for t in chosen:
         groups.setdefault(t.depth, []).append(t)
-    quota = dict.fromkeys(groups, 0)
-    left = limit
-    while left:
-        for d in sorted(groups):
-            if left and quota[d] < len(groups[d]):
-                quota[d] += 1
-                left -= 1
+    groups = dict(sorted(groups.items()))
+    quota = take_in_turn(groups, limit)
     return [t for d in sorted(groups) for t in _spread(groups[d], quota[d])]
 
 
+def read_task_ids(path: str | Path, limit: int | None = None) -> list[Task]:
+    """The tasks a file names, in its order: one task id a line (``textcraft/ladder`` or
+    ``ladder``), blank lines and ``#`` comments skipped; ``limit``: the first N. A fixed list
+    in an interleaved depth order (``docs/data/textcraft-test-24.txt``) keeps every prefix
+    stratified, so a run stopped early still covers every depth."""
+    if limit is not None and limit < 1:
+        raise InvalidConfig(f"--limit must be at least 1, got {limit}")
+    try:
+        lines = Path(path).read_text(encoding="utf-8").splitlines()
+    except OSError as exc:
+        raise InvalidConfig(f"--tasks: cannot read {str(path)!r}: {exc.strerror}") from None
+    known = {t.id: t for t in tasks("all")}
+    chosen: list[Task] = []
+    for number, line in enumerate(lines, 1):
+        text = line.split("#", 1)[0].strip()
+        if not text:
+            continue
+        task_id = text if text.startswith("textcraft/") else f"textcraft/{text}"
+        if task_id not in known:
+            raise InvalidConfig(f"--tasks: {path}:{number}: unknown TextCraft task {text!r}")
+        if known[task_id] in chosen:
+            raise InvalidConfig(f"--tasks: {path}:{number}: task {text!r} is listed twice")
+        chosen.append(known[task_id])
+    if not chosen:
+        raise InvalidConfig(f"--tasks: {path} names no tasks")
+    return chosen[:limit] if limit is not None else chosen
+
+
 # -- running ----------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class _Job:
-    model: BenchModel
-    strategy: str
-    d_max: int
-    executor: str
-    task: Task
-    profile: str = "default"
-
-
-async def _run_one(job: _Job, config: RunConfig, price: PriceFn | None,
-                   env_extra: dict[str, Any]) -> ExecutorTaskRecord:
+async def _run_one(cell: Cell, task: Task, price: PriceFn | None) -> ExecutorTaskRecord:
     env = TextCraft()
     sink = MemorySink()
     try:
-        result = await run_task(env, {**job.task.config, **env_extra}, config,
-                                job.model.executor, job.model.planner, price=price, sink=sink)
+        result = await run_task(env, {**task.config, **cell.env_extra}, cell.config,
+                                cell.model.executors, cell.model.planner, price=price, sink=sink)
     finally:
         env.close()
     return ExecutorTaskRecord(
-        id=job.task.id, item=job.task.item, depth=job.task.depth, strategy=job.strategy,
-        profile=job.profile, model=job.model.label, d_max=job.d_max, status=result.status, reward=result.reward,
-        success=result.success, max_depth=result.max_depth, nodes=result.nodes,
-        usage=result.usage, usage_by_role=dict(sorted(result.usage_by_role.items())),
-        wall_seconds=result.wall_seconds, error=result.error, executor=job.executor,
+        id=task.id, item=task.item, depth=task.depth, strategy=cell.strategy,
+        profile=cell.profile, model=cell.model.label, d_max=cell.d_max,
+        executor=cell.executor, **result_fields(result), **tree_fields(result),
         monitor=result.monitor, claimed_success=result.claimed_success,
         checked_subgoals=result.checked_subgoals, checkable_subgoals=result.checkable_subgoals,
-        node_checks=node_checks(sink),
+        node_checks=node_checks(sink), executor_calls_by_model=calls_by_model(sink),
     )
+
+
+def calls_by_model(sink: MemorySink) -> dict[str, int]:
+    """Executor calls per model (a cascade's cost by stage), in the order first called."""
+    out: dict[str, int] = {}
+    for call in sink.calls:
+        if call.role == "executor":
+            out[call.model] = out.get(call.model, 0) + 1
+    return out
 
 
 def node_checks(sink: MemorySink) -> list[NodeCheck]:
@@ -274,121 +209,7 @@ def node_checks(sink: MemorySink) -> list[NodeCheck]:
             if n.kind == "task" and n.status not in ("pending", "skipped")]
 
 
-def _as_models(models: Sequence[BenchModel | str] | BenchModel | str | None) -> list[BenchModel]:
-    if models is None:
-        models = [SIM_DEFAULT_MODEL]
-    if isinstance(models, BenchModel | str):
-        models = [models]
-    out = [BenchModel.from_spec(m) if isinstance(m, str) else m for m in models]
-    if not out:
-        raise InvalidConfig("no models to benchmark")
-    labels = [m.label for m in out]
-    if len(set(labels)) != len(labels):
-        raise InvalidConfig(f"the same model is given twice: {labels}")
-    return out
-
-
 async def run_bench_async(
-    *,
-    split: str = "test",
-    depth: int | None = None,
-    limit: int | None = None,
-    strategies: str | Sequence[str] = DEFAULT_STRATEGIES,
-    d_max: str | int | Sequence[int] = DEFAULT_D_MAX,
-    models: Sequence[BenchModel | str] | BenchModel | str | None = None,
-    concurrency: int = 8,
-    seed: int | None = 0,
-    base_config: RunConfig | None = None,
-    price: PriceFn | None = None,
-    task_list: Sequence[Task] | None = None,
-    on_result: ResultCallback | None = None,
-    executor_kind: str | Sequence[str] = DEFAULT_EXECUTOR,
-    prompts: str = "default",
-    profiles: str | Sequence[str] = "default",
-) -> ExecutorBenchReport:
-    """Run every (model, profile, strategy, d_max, executor, task) and aggregate; see
-    :func:`run_bench`."""
-    names = parse_strategies(strategies)
-    profile_names = parse_profiles(profiles)
-    if prompts not in PROMPT_SETS:
-        raise InvalidConfig(f"unknown prompt set {prompts!r}; use one of: "
-                            f"{', '.join(PROMPT_SETS)}")
-    env_extra: dict[str, Any] = {} if prompts == "default" else {"prompts": prompts}
-    depths = parse_d_max(d_max)
-    kinds = parse_executor_kinds(executor_kind)
-    bench_models = _as_models(models)
-    if concurrency < 1:
-        raise InvalidConfig(f"--concurrency must be at least 1, got {concurrency}")
-    selected = list(task_list) if task_list is not None else select_tasks(split, depth, limit)
-    if not selected:
-        raise InvalidConfig("no tasks selected")
-    base = base_config or RunConfig()
-
-    jobs = [_Job(m, s, d, k, t, p) for m in bench_models for p in profile_names for s in names
-            for d in depths for k in kinds for t in selected]
-    configs: dict[tuple[str, str, int, str], RunConfig] = {}
-    env_extras: dict[str, dict[str, Any]] = {}
-    base_data = base.model_dump(exclude_unset=True)
-    for p in profile_names:
-        for k in kinds:
-            # the profile fills in what the base config (the command line) left unset
-            chosen = RunConfig.model_validate(
-                {**base_data, "profile": p,
-                 "executor": {**base_data.get("executor", {}), "kind": k}})
-            with_profile, env_extras[p] = apply_profile(chosen, TextCraft, env_extra)
-            data = with_profile.model_dump(exclude_unset=True)
-            for s in names:
-                for d in depths:
-                    configs[p, s, d, k] = RunConfig.model_validate(
-                        {**data, "strategy": s, "d_max": d, "seed": seed})
-    gate = asyncio.Semaphore(concurrency)
-
-    async def run(job: _Job) -> ExecutorTaskRecord:
-        async with gate:
-            record = await _run_one(
-                job, configs[job.profile, job.strategy, job.d_max, job.executor], price,
-                env_extras[job.profile])
-        if on_result is not None:
-            on_result(record)
-        return record
-
-    started = time.monotonic()
-    # gather keeps the job order, whatever order the tasks finish in
-    records = list(await asyncio.gather(*(run(j) for j in jobs)))
-    elapsed = time.monotonic() - started
-
-    n = len(selected)
-    combos = product(bench_models, profile_names, names, depths, kinds)  # the jobs' order
-    entries = [
-        ExecutorBenchEntry(**aggregate(records[i * n : (i + 1) * n], model=m.info(), strategy=s,
-                                       d_max=d, profile=p).model_dump(), executor=k)
-        for i, (m, p, s, d, k) in enumerate(combos)]
-
-    counts: dict[str, int] = {}
-    for t in selected:
-        counts[str(t.depth)] = counts.get(str(t.depth), 0) + 1
-    return ExecutorBenchReport(
-        split=split if task_list is None else "custom",
-        depth=depth,
-        limit=limit,
-        seed=seed,
-        concurrency=concurrency,
-        strategies=names,
-        profiles=profile_names,
-        executors=kinds,
-        prompts=prompts,
-        d_max=depths,
-        models=[m.info() for m in bench_models],
-        simulated=any(m.simulated for m in bench_models),
-        task_count=len(selected),
-        tasks_by_depth=dict(sorted(counts.items(), key=lambda kv: int(kv[0]))),
-        elapsed_seconds=elapsed,
-        entries=entries,
-        results=records,
-    )
-
-
-def run_bench(
     *,
     split: str = "test",
     depth: int | None = None,
@@ -424,16 +245,54 @@ def run_bench(
     Raises :class:`~adapt.errors.UserError` for unknown strategies, bad d_max values, an
     unknown split or an empty selection, before anything runs.
     """
-    return asyncio.run(run_bench_async(
-        split=split, depth=depth, limit=limit, strategies=strategies, d_max=d_max,
-        models=models, concurrency=concurrency, seed=seed, base_config=base_config,
-        price=price, task_list=task_list, on_result=on_result, executor_kind=executor_kind,
-        prompts=prompts, profiles=profiles,
-    ))
+    names = parse_strategies(strategies)
+    profile_names = parse_profiles(profiles)
+    if prompts not in PROMPT_SETS:
+        raise InvalidConfig(f"unknown prompt set {prompts!r}; use one of: "
+                            f"{', '.join(PROMPT_SETS)}")
+    depths = parse_d_max(d_max)
+    kinds = parse_executor_kinds(executor_kind)
+    bench_models = as_models(SIM_DEFAULT_MODEL if models is None else models)
+    check_concurrency(concurrency)
+    selected = list(task_list) if task_list is not None else select_tasks(split, depth, limit)
+    cells = make_cells(bench_models, profile_names, strategies_as_designs(names), depths, kinds,
+                       env=TextCraft, base_config=base_config, settings={"seed": seed},
+                       env_extra={} if prompts == "default" else {"prompts": prompts})
+    ran = await run_grid(cells, selected, partial(_run_one, price=price),
+                         concurrency=concurrency, on_result=on_result)
+    entries = [
+        ExecutorBenchEntry(**aggregate(chunk, model=c.model.info(), strategy=c.strategy,
+                                       d_max=c.d_max, profile=c.profile).model_dump(),
+                           executor=c.executor)
+        for c, chunk in zip(cells, ran.chunks(), strict=True)]
+    counts = Counter(str(t.depth) for t in selected)
+    return ExecutorBenchReport(
+        split=split if task_list is None else "custom",
+        depth=depth,
+        limit=limit,
+        seed=seed,
+        concurrency=concurrency,
+        strategies=names,
+        profiles=profile_names,
+        executors=kinds,
+        prompts=prompts,
+        d_max=depths,
+        models=[m.info() for m in bench_models],
+        simulated=any(m.simulated for m in bench_models),
+        task_count=len(selected),
+        tasks_by_depth=dict(sorted(counts.items(), key=lambda kv: int(kv[0]))),
+        elapsed_seconds=ran.elapsed_seconds,
+        entries=entries,
+        results=ran.records,
+    )
+
+
+run_bench = synchronous(run_bench_async)
 
 
 __all__ = [
     "BenchModel", "BenchReport", "ExecutorBenchEntry", "ExecutorBenchReport",
     "ExecutorTaskRecord", "TaskRecord", "parse_d_max", "parse_executor_kinds",
-    "parse_profiles", "parse_strategies", "run_bench", "run_bench_async", "select_tasks",
+    "parse_profiles", "parse_strategies", "read_task_ids", "run_bench", "run_bench_async",
+    "select_tasks",
 ]

@@ -9,6 +9,9 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from adapt.engine.budget import Budget
 from adapt.engine.executors.registry import available_executors
 
+#: the range of ``RunConfig.d_max`` (the API, the CLI options and the bench grids read it here)
+D_MAX_RANGE: tuple[int, int] = (1, 8)
+
 
 class ExecutorConfig(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -43,11 +46,34 @@ class ExecutorConfig(BaseModel):
         default=False,
         description="ReAct executor: actions only, no thoughts and no self-assessment; the "
         "environment (reward) and verification decide when the node is done.")
+    models: list[Annotated[str, Field(min_length=1, max_length=1000)]] = Field(
+        default_factory=list, max_length=8,
+        description="Model cascade: executor model specs in order (e.g. a small model, then "
+        "a larger one). A task node the first fails is retried with the next (see `cascade`), "
+        "each attempt a child node labelled `attempt N: <model>`. Empty: the one executor "
+        "model (`executor.model`); a list of one is the same as that model.")
+    cascade: Literal["before", "after"] = Field(
+        default="before",
+        description="When the next model of `models` gets a failed node: 'before' its "
+        "decomposition (escalate first, decompose when every model failed); 'after' it "
+        "(decompose with the first model, escalate only where decomposition failed or "
+        "cannot happen, at d_max).")
     self_assessment: Literal["thought", "any_line"] = Field(
         default="thought",
         description="Where 'task completed' / 'task failed' count as the executor's verdict: "
         "in a thought only, or in any line, actions included (the ADaPT TextCraft code; set by "
         "profile 'paper').")
+
+    @field_validator("models")
+    @classmethod
+    def _models(cls, value: list[str]) -> list[str]:
+        seen: set[str] = set()
+        for spec in value:
+            if spec in seen:
+                raise ValueError(f"model {spec!r} is listed twice; a cascade tries each model "
+                                 "once")
+            seen.add(spec)
+        return value
 
     @field_validator("kind")
     @classmethod
@@ -104,11 +130,15 @@ class RunConfig(BaseModel):
         description="'default': the project's improved behaviour; 'paper': the published "
         "protocols (prompts, knobs, baselines) of the papers, per environment (see "
         "docs/reproducing-the-papers.md). Settings given explicitly win over the profile's.")
-    strategy: str = Field(default="adapt", examples=["adapt", "react"])
-    d_max: int = Field(default=3, ge=1, le=8, description="Maximum decomposition depth.")
+    strategy: str = Field(default="adapt", max_length=64, examples=["adapt", "react"],
+                          description="How the task is driven (adapt, react, ...).")
+    d_max: int = Field(default=3, ge=D_MAX_RANGE[0], le=D_MAX_RANGE[1],
+                       description="Maximum decomposition depth.")
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
-    monitor: MonitorConfig = Field(default_factory=MonitorConfig)
+    monitor: MonitorConfig = Field(
+        default_factory=MonitorConfig,
+        description="The decoding monitor on the executor's and planner's output (on by default).")
     budget: Budget = Field(default_factory=Budget)
     seed: int | None = Field(default=None, description="Passed to the models with every call.")
     verification: Literal["env", "off"] = Field(

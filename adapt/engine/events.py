@@ -8,12 +8,19 @@ enough to rebuild the tree. Persistence, streaming and progress displays are sin
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Annotated, Any, Literal, Protocol
+from typing import Annotated, Any, Literal, Protocol, get_args
 
 from pydantic import BaseModel, Field
 
-from adapt.engine.tree import LLMCall, Node, Step, TaskResult
+from adapt.engine.tree import FinalStatus, LLMCall, Node, Step, TaskResult
 from adapt.llm.base import ChatResponse
+
+# The event types, defined once: the store's event log and the API use these names.
+#: what the engine emits
+EngineEventType = Literal["node.created", "node.updated", "step", "llm_call", "task.finished"]
+#: what a task's event log holds: the engine's events, and ``task.resumed`` (the service's)
+EventType = Literal[EngineEventType, "task.resumed"]
+EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 
 
 class NodeCreated(BaseModel):
@@ -50,6 +57,41 @@ Event = Annotated[
     NodeCreated | NodeUpdated | StepAppended | LLMCallMade | TaskFinished,
     Field(discriminator="type"),
 ]
+
+
+# -- the payload of each event in a task's event log (its ``data`` in the API) -----------------
+class NodeData(BaseModel):
+    """``node.created`` / ``node.updated``."""
+
+    node: Node
+
+
+class StepData(BaseModel):
+    """``step``."""
+
+    step: Step
+
+
+class CallData(BaseModel):
+    """``llm_call``: the call without its prompt and messages (stored once, with the call)."""
+
+    call: LLMCall
+
+
+class FinishedData(BaseModel):
+    """``task.finished``: the engine's result, or none when the service ended the task from
+    outside the engine (cancelled while queued, an interruption)."""
+
+    status: FinalStatus
+    result: TaskResult | None = None
+    error: str | None = None
+
+
+class ResumedData(BaseModel):
+    """``task.resumed``: the task is queued again after the interruption ``after``."""
+
+    status: Literal["queued"] = "queued"
+    after: str | None = None
 
 
 class TreeSink(Protocol):

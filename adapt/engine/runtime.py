@@ -7,8 +7,10 @@ import asyncio
 import inspect
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping, Sequence
 from typing import Any
+
+from pydantic import BaseModel
 
 from adapt.engine.budget import BudgetTracker
 from adapt.engine.config import RunConfig
@@ -52,21 +54,30 @@ class Run:
         self,
         env: Environment,
         config: RunConfig,
-        executor_model: ChatModel,
+        executor_model: ChatModel | Sequence[ChatModel],
         planner_model: ChatModel | None = None,
         *,
         sink: TreeSink | None = None,
         cancel: CancelCheck | None = None,
         price: PriceFn | None = None,
-        env_config: dict[str, Any] | None = None,
+        env_config: BaseModel | Mapping[str, Any] | None = None,
     ) -> None:
         self.env = env
-        #: the config the environment was reset with; strategies that run several trials reset
-        #: the environment to the task's start with ``env.reset(**run.env_config)``
-        self.env_config: dict[str, Any] = dict(env_config or {})
+        #: the config the episode started with (``run_task`` passes the validated model);
+        #: strategies that run several trials start the environment again from it
+        #: (``start_episode(run.env, run.env_config)``)
+        self.env_config: BaseModel | dict[str, Any] = (
+            env_config if isinstance(env_config, BaseModel) else dict(env_config or {}))
         self.config = config
-        self.executor_model = executor_model
-        self.planner_model = planner_model or executor_model
+        models: list[ChatModel] = (list(executor_model) if isinstance(executor_model, list | tuple)
+                                   else [executor_model])  # type: ignore[list-item]
+        if not models:
+            raise ValueError("an executor model is needed")
+        #: the executor cascade (``executor.models``), in order; the first is the default
+        self.executor_models: list[ChatModel] = models
+        #: the model executors call now (a cascade attempt switches it for its run)
+        self.executor_model: ChatModel = models[0]
+        self.planner_model = planner_model or models[0]
         self.sink: TreeSink = sink or NullSink()
         self.cancel = cancel
         self.price = price or default_price

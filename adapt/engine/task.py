@@ -4,16 +4,19 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Mapping, Sequence
 from typing import Any
+
+from pydantic import BaseModel
 
 from adapt.engine.config import RunConfig
 from adapt.engine.events import TaskFinished, TreeSink, flush
 from adapt.engine.profiles import apply_profile
 from adapt.engine.runtime import CancelCheck, PriceFn, Run
 from adapt.engine.strategies import get_strategy
-from adapt.engine.tree import Node, NodeStatus, Step, TaskResult, TaskStatus
+from adapt.engine.tree import FinalStatus, Node, NodeStatus, Step, TaskResult
 from adapt.engine.verification import final_verdict
-from adapt.envs.base import Environment
+from adapt.envs.base import Environment, start_episode, validate_config
 from adapt.errors import (
     AdaptError,
     BudgetError,
@@ -27,11 +30,25 @@ from adapt.llm.base import ChatModel
 log = logging.getLogger(__name__)
 
 
+def _with_profile(
+    config: RunConfig, env: Environment, env_config: BaseModel | Mapping[str, Any]
+) -> tuple[RunConfig, BaseModel]:
+    """The run config and the validated environment config, with the profile's settings
+    where the caller set none."""
+    if not isinstance(env_config, BaseModel):
+        config, merged = apply_profile(config, env, env_config)
+        return config, validate_config(env, merged)
+    validated = validate_config(env, env_config)
+    config, extra = apply_profile(config, env, {})
+    unset = {k: v for k, v in extra.items() if k not in validated.model_fields_set}
+    return config, validated.model_copy(update=unset) if unset else validated
+
+
 async def run_task(
     env: Environment,
-    env_config: dict[str, Any],
+    env_config: BaseModel | Mapping[str, Any],
     config: RunConfig,
-    executor_model: ChatModel,
+    executor_model: ChatModel | Sequence[ChatModel],
     planner_model: ChatModel | None = None,
     *,
     goal: str | None = None,
@@ -39,7 +56,14 @@ async def run_task(
     cancel: CancelCheck | None = None,
     price: PriceFn | None = None,
 ) -> TaskResult:
-    """Reset ``env`` with ``env_config`` and run one task; emits events to ``sink``.
+    """Start an episode of ``env`` with ``env_config`` and run one task; emits events to
+    ``sink``.
+
+    ``env_config`` is validated against the environment's ``config_model`` here, once, unless
+    it is already such a model (validated at the edge, e.g. ``registry.validate_config``); the
+    profile's environment settings fill the fields it left unset.
+
+    ``executor_model``: one model, or the cascade (``executor.models``) in order.
 
     Budget exhaustion, cancellation and provider failures end the task with status
     ``budget_exceeded``, ``cancelled`` or ``error``; nodes still running are closed (failed or
@@ -47,15 +71,15 @@ async def run_task(
     prompt template) raise before anything runs.
     """
     strategy = get_strategy(config.strategy)
-    config, env_config = apply_profile(config, env, env_config)
+    config, env_settings = _with_profile(config, env, env_config)
     run = Run(env, config, executor_model, planner_model, sink=sink, cancel=cancel, price=price,
-              env_config=env_config)
+              env_config=env_settings)
     started = time.monotonic()
-    observation = env.reset(**env_config)
+    observation = start_episode(env, env_settings)
     root_goal = goal or env.goal
     task = env.task_observation(goal) if goal else observation
 
-    status: TaskStatus
+    status: FinalStatus
     error: str | None = None
     exceeded: str | None = None
     try:

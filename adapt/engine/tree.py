@@ -6,7 +6,7 @@ of them into JSON. The engine mutates its own copies and emits snapshots to sink
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
@@ -14,8 +14,15 @@ from adapt.envs.verification import Verdict
 
 NodeKind = Literal["task", "group"]
 LogicOp = Literal["and", "or"]
+# The statuses, defined once: the store, the service and the API import them from here.
 NodeStatus = Literal["pending", "running", "succeeded", "failed", "skipped", "cancelled"]
-TaskStatus = Literal["succeeded", "failed", "budget_exceeded", "cancelled", "error"]
+#: how a task ends (the engine's result, or the service's when it stops a task from outside)
+FinalStatus = Literal["succeeded", "failed", "cancelled", "budget_exceeded", "error"]
+#: a stored task's lifecycle: queued, running (a worker holds its lease), then final
+TaskStatus = Literal["queued", "running", FinalStatus]
+NODE_STATUSES: tuple[str, ...] = get_args(NodeStatus)
+FINAL_STATUSES: tuple[str, ...] = get_args(FinalStatus)
+TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
 StepKind = Literal["thought", "action"]
 
 
@@ -141,7 +148,7 @@ class LLMCall(BaseModel):
 
 
 class TaskResult(BaseModel):
-    status: TaskStatus
+    status: FinalStatus
     success: bool  # the controller's verdict; never true when the environment refutes the goal
     #: what the tree claimed before the final check (the root's success before it)
     claimed_success: bool | None = None

@@ -14,11 +14,15 @@ followed by ``"> "``, where the model writes its next line.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, ClassVar, Protocol, runtime_checkable
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
+from pydantic_settings import BaseSettings
+
+from adapt.errors import InvalidConfig
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,6 +77,47 @@ class Environment(Protocol):
 
 # -- optional capabilities: an environment has them by having the member -------------------
 @runtime_checkable
+class StartsFromConfig(Protocol):
+    """``start(config)``: an episode from an already validated ``config_model`` instance (the
+    engine then validates the configuration once, not again in ``reset``)."""
+
+    def start(self, config: Any) -> str: ...
+
+
+def invalid_config(env_name: str, error: ValidationError) -> InvalidConfig:
+    """``<env>: invalid environment_config: <location>: <message>; ...``."""
+    problems = "; ".join(
+        f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}"
+        for e in error.errors(include_url=False))
+    return InvalidConfig(f"{env_name}: invalid environment_config: {problems}")
+
+
+def validate_config(env: object, config: Mapping[str, Any] | BaseModel) -> BaseModel:
+    """``config`` as the environment's ``config_model`` (a model already of that class is
+    taken as it is); raises ``InvalidConfig`` naming every bad field."""
+    model: type[BaseModel] = getattr(env, "config_model", BaseModel)
+    if isinstance(config, model):
+        return config
+    data = config.model_dump(exclude_unset=True) if isinstance(config, BaseModel) else config
+    try:
+        return model.model_validate(dict(data))
+    except ValidationError as exc:
+        raise invalid_config(str(getattr(env, "name", "environment")), exc) from None
+
+
+def start_episode(env: Environment, config: BaseModel | Mapping[str, Any]) -> str:
+    """Start an episode of ``env``: ``start(config)`` when the environment has it (and keeps
+    ``BaseEnvironment.reset``), with ``config`` validated unless it is a validated model
+    already; else ``reset`` with the fields that were set."""
+    own_reset: object = type(env).reset
+    if isinstance(env, StartsFromConfig) and own_reset is BaseEnvironment.reset:
+        return env.start(validate_config(env, config))
+    if isinstance(config, BaseModel):
+        return env.reset(**config.model_dump(exclude_none=True, exclude_unset=True))
+    return env.reset(**config)
+
+
+@runtime_checkable
 class AsyncStepping(Protocol):
     """Actions that can be awaited; a batch of them runs concurrently (the spec executor)."""
 
@@ -110,6 +155,11 @@ class BaseEnvironment:
     state_fields: ClassVar[tuple[str, ...]] = ()
     #: package holding ``prompts/<kind>.txt`` files
     prompt_package: ClassVar[str | None] = None
+    #: the operator's settings this environment reads (servers, credentials, folders): a
+    #: pydantic-settings class with the environment's own prefix (e.g. ``ADAPT_SQL_``), read
+    #: where the environment needs them; ``adapt docs configuration`` lists its fields.
+    #: ``None``: the environment has none. The core ``Settings`` never holds them.
+    settings_model: ClassVar[type[BaseSettings] | None] = None
     #: the reward at or above which an episode succeeded, when the environment gives such a
     #: verdict (TextCraft, ALFWorld, InterCode-SQL: 1.0); ``None``: it does not, and trials
     #: (``try_again``, ``reflexion``) count the executor's own verdict
@@ -117,6 +167,13 @@ class BaseEnvironment:
     #: an action the engine sends when a task ends (turn limit, failure) before the episode is
     #: done, so its last state is scored (InterCode-SQL: ``submit``); ``None``: nothing
     final_action: ClassVar[str | None] = None
+
+    def reset(self, **config: Any) -> str:
+        """Validate ``config`` against ``config_model`` and ``start`` the episode (a subclass
+        implements ``start(config)``, or overrides ``reset``)."""
+        if not isinstance(self, StartsFromConfig):
+            raise NotImplementedError(f"{type(self).__name__} implements neither start nor reset")
+        return self.start(validate_config(self, config))
 
     def prompt_template(self, kind: str) -> str:
         if self.prompt_package is None:

@@ -19,15 +19,14 @@ import hashlib
 import hmac
 import re
 import secrets
-import uuid
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from sqlalchemy import select, update
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapt.errors import UserError
-from adapt.store.models import ApiKey, utcnow
+from adapt.store import api_keys
+from adapt.store.models import utcnow
 
 KEY_SCHEME = "adapt"
 DEFAULT_TENANT = "default"
@@ -76,13 +75,11 @@ async def create_key(session: AsyncSession, tenant: str, name: str | None = None
         raise UserError("key name is too long (at most 255 characters)")
     while True:
         prefix = secrets.token_hex(_PREFIX_CHARS // 2)
-        taken = await session.scalar(select(ApiKey.id).where(ApiKey.prefix == prefix).limit(1))
-        if taken is None:
+        if not await api_keys.prefix_taken(session, prefix):
             break
     secret = secrets.token_urlsafe(32)
-    session.add(ApiKey(id=uuid.uuid4().hex, tenant=tenant, name=name, prefix=prefix,
-                       key_hash=hash_secret(secret), created_at=utcnow()))
-    await session.commit()
+    await api_keys.insert(session, tenant=tenant, name=name, prefix=prefix,
+                          key_hash=hash_secret(secret))
     return f"{KEY_SCHEME}_{prefix}_{secret}"
 
 
@@ -94,36 +91,28 @@ async def tenant_for(session: AsyncSession, token: str) -> str | None:
         return None
     prefix, secret = parsed
     digest = hash_secret(secret)
-    row = (await session.execute(
-        select(ApiKey.id, ApiKey.tenant, ApiKey.prefix, ApiKey.last_used_at)
-        .where(ApiKey.key_hash == digest, ApiKey.revoked_at.is_(None))
-    )).one_or_none()
+    row = await api_keys.active_by_hash(session, digest)
     if row is None or not hmac.compare_digest(row.prefix, prefix):
         return None
     now = utcnow()
     if row.last_used_at is None or now - row.last_used_at >= TOUCH_INTERVAL:
-        await session.execute(update(ApiKey).where(ApiKey.id == row.id)
-                              .values(last_used_at=now))
-        await session.commit()
+        await api_keys.touch(session, row.id, now)
     return str(row.tenant)
 
 
 async def any_keys(session: AsyncSession) -> bool:
     """Whether at least one unrevoked key exists."""
-    found = await session.scalar(select(ApiKey.id).where(ApiKey.revoked_at.is_(None)).limit(1))
-    return found is not None
+    return await api_keys.any_active(session)
 
 
 async def auth_required(session: AsyncSession) -> bool:
     """Whether a key was ever created (revoked or not): from then on the API needs a key."""
-    found = await session.scalar(select(ApiKey.id).limit(1))
-    return found is not None
+    return await api_keys.any_ever(session)
 
 
 async def active_keys(session: AsyncSession) -> int:
     """How many unrevoked keys exist."""
-    rows = (await session.execute(select(ApiKey.id).where(ApiKey.revoked_at.is_(None))))
-    return len(rows.all())
+    return await api_keys.count_active(session)
 
 
 async def revoke_key(session: AsyncSession, prefix: str) -> bool:
@@ -134,22 +123,11 @@ async def revoke_key(session: AsyncSession, prefix: str) -> bool:
     bare = prefix.strip()
     if bare.startswith(f"{KEY_SCHEME}_"):
         bare = bare[len(KEY_SCHEME) + 1:].split("_", 1)[0]
-    result = await session.execute(
-        update(ApiKey)
-        .where(ApiKey.prefix == bare, ApiKey.revoked_at.is_(None))
-        .values(revoked_at=utcnow())
-        .returning(ApiKey.id)
-    )
-    revoked = result.first() is not None
-    await session.commit()
-    return revoked
+    return await api_keys.revoke(session, bare)
 
 
 async def list_keys(session: AsyncSession, tenant: str | None = None) -> list[KeyInfo]:
     """Every key (optionally of one tenant), oldest first; secrets are never stored."""
-    stmt = select(ApiKey).order_by(ApiKey.created_at, ApiKey.id)
-    if tenant is not None:
-        stmt = stmt.where(ApiKey.tenant == tenant)
-    rows = (await session.execute(stmt)).scalars().all()
+    rows = await api_keys.all_keys(session, tenant)
     return [KeyInfo(r.prefix, r.tenant, r.name, r.created_at, r.revoked_at, r.last_used_at)
             for r in rows]

@@ -15,13 +15,12 @@ import os
 import socket
 import uuid
 from dataclasses import dataclass, field
-from datetime import timedelta
 from typing import Any
 
-from sqlalchemy import func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from adapt.engine import RunConfig, run_task
+from adapt.engine.events import FanoutSink, TreeSink
 from adapt.envs import registry
 from adapt.errors import Draining, LeaseLost, ProviderUnavailable, UserError
 from adapt.llm import ClientPool, Pricing
@@ -36,11 +35,12 @@ from adapt.llm.recording import (
 from adapt.llm.retry import RetryBudget, RetryingModel
 from adapt.model_factory import ModelFactory
 from adapt.service.faults import is_database_error, public_error
+from adapt.service.webhooks import WebhookSender, WebhookSink
 from adapt.settings import Settings
+from adapt.store import tasks as task_rows
+from adapt.store import webhooks as webhook_store
 from adapt.store import workers as registry_store
 from adapt.store.db import create_engine, session_factory
-from adapt.store.events import append_event
-from adapt.store.models import EventRow, LLMCallRow, NodeRow, Task, utcnow
 from adapt.store.sink import DbSink
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,11 @@ class ServiceContext:
     #: LLM calls in flight (sent to the provider, answer not yet returned)
     live_calls: int = 0
     _heartbeat: asyncio.Task[None] | None = None
+    #: the beat under way (shielded from the heartbeat's cancellation; ``aclose`` waits for it)
+    _beating: asyncio.Future[None] | None = None
+    _webhooks: asyncio.Task[None] | None = None
+    #: sends this process's (and any other's) due webhook deliveries; see ensure_heartbeat
+    webhook_sender: WebhookSender | None = None
 
     #: the queue this process serves ("embedded" for the in-process runner), for the registry
     queue: str = "adapt"
@@ -83,11 +88,20 @@ class ServiceContext:
         """Start the process's heartbeat (lease renewal and the live-worker registry)."""
         if self._heartbeat is None or self._heartbeat.done():
             self._heartbeat = asyncio.create_task(_heartbeat(self), name="adapt-heartbeat")
+        if self._webhooks is None or self._webhooks.done():
+            self.webhook_sender = WebhookSender(self.settings, self.sessions, self.worker_id)
+            self._webhooks = asyncio.create_task(self.webhook_sender.run(),
+                                                 name="adapt-webhooks")
 
     async def aclose(self, *, dispose_engine: bool = True) -> None:
+        if self._webhooks is not None:
+            self._webhooks.cancel()
+            await asyncio.gather(self._webhooks, return_exceptions=True)
         if self._heartbeat is not None:
             self._heartbeat.cancel()
             await asyncio.gather(self._heartbeat, return_exceptions=True)
+            if self._beating is not None:  # its lease renewal must not land after the close
+                await asyncio.gather(self._beating, return_exceptions=True)
             try:  # leave the registry at once rather than when the row expires
                 await asyncio.wait_for(registry_store.forget(self.sessions, self.worker_id), 5)
             except Exception as exc:
@@ -135,42 +149,15 @@ class _LiveGate:
 
 async def claim(ctx: ServiceContext, task_id: str) -> int | None:
     """Take the task's lease; returns the new attempt number, or None if not claimable."""
-    now = utcnow()
-    lease = timedelta(seconds=ctx.settings.lease_seconds)
-    stmt = (
-        update(Task)
-        .where(
-            Task.id == task_id,
-            or_(Task.status == "queued",
-                (Task.status == "running") & (Task.lease_expires_at < now)),
-        )
-        .values(
-            status="running", attempt=Task.attempt + 1, lease_owner=ctx.worker_id,
-            lease_expires_at=now + lease, heartbeat_at=now,
-            started_at=func.coalesce(Task.started_at, now), updated_at=now,
-        )
-        .returning(Task.attempt)
-    )
-    async with ctx.sessions.begin() as session:
-        attempt = (await session.execute(stmt)).scalar_one_or_none()
-    return None if attempt is None else int(attempt)
+    return await task_rows.claim(ctx.sessions, task_id, ctx.worker_id,
+                                 ctx.settings.lease_seconds)
 
 
 async def reclaim(ctx: ServiceContext, task_id: str, attempt: int) -> int | None:
     """Start a new attempt of a task this worker still holds as ``attempt`` (after a database
     failure interrupted it); None when another worker took it over meanwhile."""
-    now = utcnow()
-    stmt = (
-        update(Task)
-        .where(Task.id == task_id, Task.status == "running", Task.attempt == attempt,
-               Task.lease_owner == ctx.worker_id)
-        .values(attempt=Task.attempt + 1, heartbeat_at=now, updated_at=now,
-                lease_expires_at=now + timedelta(seconds=ctx.settings.lease_seconds))
-        .returning(Task.attempt)
-    )
-    async with ctx.sessions.begin() as session:
-        new = (await session.execute(stmt)).scalar_one_or_none()
-    return None if new is None else int(new)
+    return await task_rows.reclaim(ctx.sessions, task_id, attempt, ctx.worker_id,
+                                   ctx.settings.lease_seconds)
 
 
 #: the longest pause between two probes while waiting for the database to come back
@@ -194,17 +181,8 @@ async def when_database_answers(ctx: ServiceContext, action: Any, what: str) -> 
 
 async def renew_all(ctx: ServiceContext) -> dict[str, int]:
     """Extend every lease this worker holds; returns task id -> attempt still owned."""
-    now = utcnow()
-    stmt = (
-        update(Task)
-        .where(Task.lease_owner == ctx.worker_id, Task.status == "running")
-        .values(lease_expires_at=now + timedelta(seconds=ctx.settings.lease_seconds),
-                heartbeat_at=now)
-        .returning(Task.id, Task.attempt)
-    )
-    async with ctx.sessions.begin() as session:
-        rows = (await session.execute(stmt)).all()
-    return {str(r[0]): int(r[1]) for r in rows}
+    return await task_rows.renew_leases(ctx.sessions, ctx.worker_id,
+                                        ctx.settings.lease_seconds)
 
 
 #: a worker counts as live for this many heartbeat intervals after its last beat
@@ -231,7 +209,8 @@ async def _heartbeat(ctx: ServiceContext) -> None:
     while True:
         try:
             # shielded: a cancelled transaction must not leave SQLite's write lock behind
-            await asyncio.shield(_beat(ctx))
+            ctx._beating = asyncio.ensure_future(_beat(ctx))
+            await asyncio.shield(ctx._beating)
         except asyncio.CancelledError:
             raise
         except Exception as exc:  # a database hiccup: try again next beat; leases have slack
@@ -241,20 +220,13 @@ async def _heartbeat(ctx: ServiceContext) -> None:
 
 
 async def _load_replay(ctx: ServiceContext, task_id: str) -> tuple[Recording, int]:
-    async with ctx.sessions() as session:
-        calls = (await session.execute(
-            select(LLMCallRow).where(LLMCallRow.task_id == task_id).order_by(LLMCallRow.id)
-        )).scalars().all()
-        events = (await session.execute(
-            select(func.count()).select_from(EventRow)
-            .where(EventRow.task_id == task_id, EventRow.ordinal.is_not(None))
-        )).scalar_one()
+    calls, events = await task_rows.replay_material(ctx.sessions, task_id)
     recording = Recording(calls=[
-        RecordedCall(index=i, fingerprint=c.request_fingerprint,
-                     response=ChatResponse.model_validate(c.response))
-        for i, c in enumerate(calls)
+        RecordedCall(index=i, fingerprint=fingerprint,
+                     response=ChatResponse.model_validate(response))
+        for i, (fingerprint, response) in enumerate(calls)
     ])
-    return recording, int(events)
+    return recording, events
 
 
 async def _finish_with_error(
@@ -262,21 +234,13 @@ async def _finish_with_error(
 ) -> None:
     """End the task with ``error`` (outside the engine's event stream, so
     ``POST /tasks/{id}/resume`` can resume it by replay); nodes left running are closed."""
-    now = utcnow()
-    async with ctx.sessions.begin() as session:
-        cond = (Task.attempt == attempt, Task.lease_owner == ctx.worker_id)
-        await append_event(session, task_id, "task.finished",
-                           {"status": "error", "result": None, "error": message},
-                           conditions=cond)
-        await session.execute(
-            update(Task).where(Task.id == task_id, *cond).values(
-                status="error", error=message, finished_at=now, updated_at=now,
-                lease_owner=None, lease_expires_at=None)
-        )
-        await session.execute(
-            update(NodeRow).where(NodeRow.task_id == task_id, NodeRow.status == "running")
-            .values(status="failed", error=message, updated_at=now)
-        )
+    async def report(session: AsyncSession) -> None:  # the end and its webhooks, or neither
+        await webhook_store.record_end(session, task_id, f"error:{attempt}", "error", message)
+
+    if not await task_rows.finish_with_error(ctx.sessions, task_id, attempt, ctx.worker_id,
+                                             message, also=report):
+        log.warning("task %s: attempt %d lost its lease before it could record: %s", task_id,
+                    attempt, message)
 
 
 async def execute_task(ctx: ServiceContext, task_id: str) -> str | None:
@@ -343,12 +307,10 @@ def _current_cancelling() -> bool:
 async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
     env = None
     try:
-        async with ctx.sessions() as session:
-            task = await session.get(Task, task_id)
+        task = await task_rows.load(ctx.sessions, task_id)
         assert task is not None
         recording, skip = await _load_replay(ctx, task_id)
         config = RunConfig.model_validate(task.run_config)
-        validated = registry.validate_config(task.environment, task.environment_config)
         env = registry.create(task.environment)
         cursor = ReplayCursor()
         budget = RetryBudget(ctx.settings.llm_retry_budget)
@@ -360,12 +322,20 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
         executor = wrap(task.executor_model)
         planner = executor if task.planner_model == task.executor_model else wrap(
             task.planner_model)
+        # a cascade (executor.models, checked at submission like executor.model): its first
+        # model is the task's executor model
+        cascade = [executor, *(wrap(spec) for spec in config.executor.models[1:])]
         sink = DbSink(ctx.sessions, task_id, attempt, ctx.worker_id, skip=skip,
                       store_prompts=ctx.settings.store_prompts)
         # a cancel requested while no worker ran the task is seen before the first live call
         # (not during the replay, whose events must equal the recorded ones)
         sink.cancel_requested = task.cancel_requested
         replayed = len(recording)
+        sinks: list[TreeSink] = []
+        endpoints = await webhook_store.targets(ctx.sessions, task_id, task.tenant)
+        if endpoints:
+            wake = ctx.webhook_sender.wake if ctx.webhook_sender is not None else None
+            sinks.append(WebhookSink(ctx.sessions, task_id, endpoints, wake=wake))
 
         def cancelled() -> bool:
             return sink.cancel_requested and cursor.position >= replayed
@@ -374,8 +344,10 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
             log.info("task %s: resuming; replaying %d LLM calls and %d events", task_id,
                      len(recording), skip)
         result = await run_task(
-            env, validated.model_dump(exclude_none=True), config, executor, planner,
-            goal=task.goal, sink=sink, cancel=cancelled, price=ctx.price,
+            # validated once, by run_task (the API validated it before storing it)
+            env, task.environment_config, config, cascade, planner,
+            goal=task.goal, sink=FanoutSink([*sinks, sink]) if sinks else sink,
+            cancel=cancelled, price=ctx.price,
         )
         return result.status
     except LeaseLost:

@@ -12,10 +12,11 @@ from __future__ import annotations
 
 import logging
 
-from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from adapt.store.models import FINAL_STATUSES, EventRow, NodeRow, Task, utcnow
+from adapt.engine.tree import FINAL_STATUSES
+from adapt.store import tasks as task_rows
+from adapt.store.models import Task
 
 log = logging.getLogger(__name__)
 
@@ -38,29 +39,8 @@ async def resume_task(session: AsyncSession, task: Task) -> tuple[Task, bool]:
             f"task {task.id} finished with status {task.status!r}; only a task an interruption "
             "stopped (status 'error' without a result, e.g. the provider stayed unreachable) "
             "can be resumed")
-    now = utcnow()
     error = task.error
-    seq = (await session.execute(
-        update(Task)
-        .where(Task.id == task.id, Task.status == "error", Task.result.is_(None))
-        .values(status="queued", error=None, finished_at=None, cancel_requested=False,
-                lease_owner=None, lease_expires_at=None, updated_at=now,
-                last_seq=Task.last_seq + 1)
-        .returning(Task.last_seq)
-    )).scalar_one_or_none()
-    if seq is None:  # resumed (or changed) concurrently
-        await session.rollback()
-        await session.refresh(task)
+    if not await task_rows.requeue(session, task):  # resumed (or changed) concurrently
         return task, False
-    session.add(EventRow(task_id=task.id, seq=int(seq), type="task.resumed", ordinal=None,
-                         created_at=now, payload={"status": "queued", "after": error}))
-    # nodes the interruption closed run again (the replay's own updates are not re-written)
-    await session.execute(
-        update(NodeRow)
-        .where(NodeRow.task_id == task.id, NodeRow.status == "failed", NodeRow.error == error)
-        .values(status="running", error=None, updated_at=now)
-    )
-    await session.commit()
-    await session.refresh(task)
     log.info("task %s resumed (was: %s)", task.id, error)
     return task, True

@@ -23,8 +23,6 @@ from datetime import timedelta
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import func, select, update
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapt.engine.config import RunConfig
@@ -35,8 +33,10 @@ from adapt.errors import InvalidConfig, UnknownEnvironment, UserError
 from adapt.model_factory import ModelChoice, ModelFactory
 from adapt.service.paths import PathNotAllowed, check_server_paths
 from adapt.settings import Settings
-from adapt.store.models import FINAL_STATUSES, EventRow, Task, utcnow
-from adapt.store.queries import get_by_idempotency_key
+from adapt.store import tasks as task_rows
+from adapt.store import webhooks as webhook_store
+from adapt.store.models import Task, WebhookEndpoint, utcnow
+from adapt.webhooks import WEBHOOK_EVENTS, WebhookPolicy, WebhookUrlRefused
 
 log = logging.getLogger(__name__)
 
@@ -71,6 +71,12 @@ class RateLimited(UserError):
 
 
 @dataclass(frozen=True)
+class WebhookRequest:
+    url: str
+    events: tuple[str, ...] = ("task.finished",)
+
+
+@dataclass(frozen=True)
 class Submission:
     """What a user asks for, already type-checked (e.g. by the API's request model)."""
 
@@ -80,12 +86,16 @@ class Submission:
     goal: str | None = None
     executor_model: str | None = None
     planner_model: str | None = None  # None: the executor's model
+    #: ``{"url": ..., "events": [...]}``: this task's own webhook (see adapt.webhooks)
+    webhook: WebhookRequest | None = None
 
 
 @dataclass(frozen=True)
 class Submitted:
     task: Task
     created: bool  # False: an idempotent replay returned the task created earlier
+    #: the task's webhook endpoint, with its secret (only when ``created``)
+    webhook: WebhookEndpoint | None = None
 
 
 def request_hash(body: Any) -> str:
@@ -106,9 +116,10 @@ def check_model(field: str, spec: str, settings: Settings) -> ModelChoice:
 
 def validate_submission(
     sub: Submission, settings: Settings
-) -> tuple[dict[str, Any], ModelChoice, ModelChoice]:
-    """The validated environment config and the executor/planner models; raises
-    ``SubmissionInvalid`` naming the first bad field."""
+) -> tuple[dict[str, Any], ModelChoice, ModelChoice, list[ModelChoice]]:
+    """The validated environment config, the executor/planner models and the executor
+    cascade's checked models (empty: none); raises ``SubmissionInvalid`` naming the first bad
+    field."""
     size = len(json.dumps(sub.environment_config, ensure_ascii=False, default=str).encode())
     if size > settings.max_config_bytes:
         raise SubmissionInvalid("environment_config", (
@@ -133,7 +144,16 @@ def validate_submission(
             f"unknown strategy {sub.run_config.strategy!r}; available: {', '.join(strategies)}",
         )
     default_model, _ = settings.resolve_default_model()
-    executor = check_model("executor.model", sub.executor_model or default_model, settings)
+    cascade = sub.run_config.executor.models
+    if cascade and sub.executor_model:
+        raise SubmissionInvalid("executor.models", (
+            "give executor.model or executor.models, not both (executor.models[0] is the "
+            "first executor model)"))
+    # every model of a cascade passes the same rules (endpoint allow-list, guard, local roots)
+    checked = [check_model(f"executor.models.{i}", spec, settings)
+               for i, spec in enumerate(cascade)]
+    executor = checked[0] if checked else check_model(
+        "executor.model", sub.executor_model or default_model, settings)
     if sub.planner_model:
         planner = check_model("planner.model", sub.planner_model, settings)
     else:
@@ -145,7 +165,7 @@ def validate_submission(
     # what the user set (validated), without nulls or defaults: the environment fills those in
     stored = {**config.model_dump(mode="json", exclude_none=True, exclude_defaults=True),
               **paths}
-    return stored, executor, planner
+    return stored, executor, planner, checked
 
 
 _BUDGET_FIELDS = ("max_llm_calls", "max_tokens", "max_nodes", "max_cost_usd",
@@ -174,19 +194,16 @@ def apply_budget_limits(run_config: RunConfig, settings: Settings) -> RunConfig:
 async def check_rate(session: AsyncSession, settings: Settings, tenant: str) -> None:
     """Raise ``RateLimited`` when ``tenant`` has too many queued/running tasks, or submitted
     too many in the last minute."""
-    active = await session.scalar(select(func.count()).select_from(Task).where(
-        Task.tenant == tenant, Task.status.in_(("queued", "running"))))
-    if int(active or 0) >= settings.tenant_max_active_tasks:
+    active = await task_rows.active_count(session, tenant)
+    if active >= settings.tenant_max_active_tasks:
         raise RateLimited(
             f"tenant {tenant!r} has {active} queued or running tasks, the most this server "
             f"allows ({settings.tenant_max_active_tasks}); wait for some to finish, or cancel "
             "some", retry_after=10)
     now = utcnow()
     window = timedelta(seconds=60)
-    recent = (await session.execute(
-        select(Task.created_at).where(Task.tenant == tenant, Task.created_at > now - window)
-        .order_by(Task.created_at).limit(settings.tenant_submissions_per_minute)
-    )).scalars().all()
+    recent = await task_rows.submitted_since(session, tenant, now - window,
+                                             settings.tenant_submissions_per_minute)
     if len(recent) >= settings.tenant_submissions_per_minute:
         wait = max(1, math.ceil((recent[0] + window - now).total_seconds()))
         raise RateLimited(
@@ -217,82 +234,71 @@ async def submit_task(
     if idempotency_key is not None:
         if body_hash is None:
             raise ValueError("an idempotency key needs the request's body_hash")
-        existing = await get_by_idempotency_key(session, tenant, idempotency_key)
+        existing = await task_rows.by_idempotency_key(session, tenant, idempotency_key)
         if existing is not None:
             return _replay(existing, body_hash, idempotency_key)
 
-    env_config, executor, planner = validate_submission(sub, settings)
+    env_config, executor, planner, cascade = validate_submission(sub, settings)
+    if sub.webhook is not None:
+        check_webhook("webhook", sub.webhook.url, sub.webhook.events, settings)
     await check_rate(session, settings, tenant)
     run_config, _ = apply_profile(apply_budget_limits(sub.run_config, settings),
                                   registry.get(sub.environment))
-    now = utcnow()
-    task = Task(
-        id=uuid.uuid4().hex, tenant=tenant, status="queued", environment=sub.environment,
+    if cascade:
+        run_config = run_config.model_copy(update={"executor": run_config.executor.model_copy(
+            update={"models": [c.spec for c in cascade]})})
+    task_id = uuid.uuid4().hex
+    endpoint = None
+    if sub.webhook is not None:
+        endpoint = webhook_store.new_endpoint(tenant, sub.webhook.url, sub.webhook.events,
+                                              task_id=task_id)
+    task = await task_rows.insert(
+        session, task_id, rows=[endpoint] if endpoint is not None else [], tenant=tenant,
+        environment=sub.environment,
         environment_config=env_config, goal=sub.goal, strategy=run_config.strategy,
         profile=run_config.profile, d_max=run_config.d_max,
         run_config=run_config.model_dump(mode="json"),
         executor_model=executor.spec, planner_model=planner.spec,
-        executor_simulated=executor.simulated, planner_simulated=planner.simulated,
-        llm_calls=0, prompt_tokens=0, completion_tokens=0, cost_usd=0.0, nodes_count=0,
-        max_depth=0, idempotency_key=idempotency_key,
+        executor_simulated=executor.simulated or any(c.simulated for c in cascade),
+        planner_simulated=planner.simulated,
+        idempotency_key=idempotency_key,
         request_hash=body_hash if idempotency_key is not None else None,
-        cancel_requested=False, attempt=0, last_seq=0, created_at=now, updated_at=now,
     )
-    session.add(task)
-    try:
-        await session.commit()
-    except IntegrityError:
-        await session.rollback()
-        if idempotency_key is None:
-            raise
-        # a concurrent request with the same key won the insert
-        existing = await get_by_idempotency_key(session, tenant, idempotency_key)
-        if existing is None:
-            raise
-        assert body_hash is not None
+    if task is None:  # a concurrent request with the same key won the insert
+        existing = None
+        if idempotency_key is not None:
+            existing = await task_rows.by_idempotency_key(session, tenant, idempotency_key)
+        if existing is None or idempotency_key is None or body_hash is None:
+            raise RuntimeError(f"idempotency key {idempotency_key!r} taken by no task")
         return _replay(existing, body_hash, idempotency_key)
     log.info("task %s queued (tenant %s, %s, %s)", task.id, tenant, sub.environment,
              sub.run_config.strategy)
-    return Submitted(task, created=True)
+    return Submitted(task, created=True, webhook=endpoint)
 
 
-CANCELLED_BEFORE_START = "cancelled before it started"
+def check_webhook(field: str, url: str, events: Any, settings: Settings) -> None:
+    """A webhook's URL against the outbound-address policy and its event names; raises
+    ``SubmissionInvalid`` naming ``field``."""
+    try:
+        WebhookPolicy(tuple(settings.webhook_allowed_networks)).check_url(url)
+    except WebhookUrlRefused as exc:
+        raise SubmissionInvalid(f"{field}.url", str(exc)) from None
+    unknown = [e for e in events if e not in WEBHOOK_EVENTS]
+    if unknown or not events:
+        raise SubmissionInvalid(f"{field}.events", (
+            f"unknown event(s) {', '.join(map(repr, unknown))}; " if unknown else "empty; ")
+            + f"events are {', '.join(WEBHOOK_EVENTS)}")
 
 
 async def cancel_task(session: AsyncSession, task: Task) -> Task:
     """Request cancellation of ``task`` (idempotent) and commit; returns the fresh row.
 
-    Finished tasks are returned unchanged. A queued task becomes ``cancelled`` with a
-    ``task.finished`` event, in one statement conditional on ``status = 'queued'`` (so it
-    cannot race a worker's claim); a running task gets ``cancel_requested`` and stops at its
-    next LLM call.
-    """
-    task_id = task.id
-    if task.status in FINAL_STATUSES:
-        return task
-    now = utcnow()
-    # Allocates the event's seq and cancels in one UPDATE ... RETURNING (row lock on PostgreSQL,
-    # write lock on SQLite), as adapt.store.events.next_seq does.
-    seq = (await session.execute(
-        update(Task)
-        .where(Task.id == task_id, Task.status == "queued")
-        .values(status="cancelled", cancel_requested=True, finished_at=now, updated_at=now,
-                error=CANCELLED_BEFORE_START, last_seq=Task.last_seq + 1)
-        .returning(Task.last_seq)
-    )).scalar_one_or_none()
-    if seq is not None:
-        session.add(EventRow(
-            task_id=task_id, seq=int(seq), type="task.finished", ordinal=None, created_at=now,
-            payload={"status": "cancelled", "result": None, "error": CANCELLED_BEFORE_START},
-        ))
-        log.info("task %s cancelled while queued", task_id)
-    else:
-        await session.execute(
-            update(Task)
-            .where(Task.id == task_id, Task.status.not_in(FINAL_STATUSES),
-                   Task.cancel_requested.is_(False))
-            .values(cancel_requested=True, updated_at=now)
-        )
-    await session.commit()
-    await session.refresh(task)
+    Finished tasks are returned unchanged; a queued task is cancelled at once, a running one
+    stops at its next LLM call (see :func:`adapt.store.tasks.cancel`)."""
+    async def report(s: AsyncSession) -> None:  # in the same transaction as the cancel
+        await webhook_store.record_end(s, task.id, "cancelled", "cancelled",
+                                       task_rows.CANCELLED_BEFORE_START)
+
+    if await task_rows.cancel(session, task, also=report):
+        log.info("task %s cancelled while queued", task.id)
     return task

@@ -1,4 +1,5 @@
-"""The sweeper's database side: which tasks need (re-)dispatching, and handing leases back.
+"""The sweeper's rules: which tasks need (re-)dispatching, and handing leases back (the
+statements are in ``adapt.store.tasks``).
 
 A task needs dispatching when nobody is working on it although it is not finished:
 
@@ -19,31 +20,14 @@ import logging
 import os
 import socket
 from collections.abc import Collection
-from datetime import datetime, timedelta
+from datetime import datetime
 
-from sqlalchemy import ColumnElement, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from adapt.store.models import Task, utcnow
+from adapt.store import tasks as task_rows
+from adapt.store.tasks import SWEEP_LIMIT
 
 log = logging.getLogger(__name__)
-
-#: most tasks one sweep hands out (the next sweep takes the rest)
-SWEEP_LIMIT = 500
-
-
-def _due(now: datetime, queued_grace: float, queued: bool) -> ColumnElement[bool]:
-    cutoff = now - timedelta(seconds=queued_grace)
-    expired = (Task.status == "running") & (Task.lease_expires_at < now) & or_(
-        # not re-dispatched since the lease ran out (claim, heartbeats and every write of a
-        # live attempt happen before its lease expires), or re-dispatched long enough ago
-        Task.updated_at <= Task.lease_expires_at,
-        Task.updated_at < cutoff,
-    )
-    if not queued:
-        return expired
-    stale = (Task.status == "queued") & (Task.updated_at < cutoff)
-    return or_(expired, stale)
 
 
 async def due_for_dispatch(
@@ -56,22 +40,10 @@ async def due_for_dispatch(
 ) -> list[str]:
     """Ids of running tasks whose lease expired before ``now`` and (unless ``queued`` is
     false) of queued tasks untouched for ``queued_grace`` seconds, oldest first, at most
-    ``limit``. Marks them (``updated_at = now``) so that concurrent sweepers do not hand out
-    the same task again within ``queued_grace``."""
-    due = _due(now, queued_grace, queued)
-    candidates = select(Task.id).where(due).order_by(Task.created_at).limit(limit)
-    stmt = (
-        # ``due`` is repeated outside the subquery so that PostgreSQL re-checks it on rows
-        # another sweeper updated concurrently (READ COMMITTED re-evaluates the outer WHERE)
-        update(Task)
-        .where(Task.id.in_(candidates.scalar_subquery()), due)
-        .values(updated_at=now)
-        .returning(Task.id, Task.created_at)
-        .execution_options(synchronize_session=False)
-    )
-    async with sessions.begin() as session:
-        rows = (await session.execute(stmt)).all()
-    ids = [str(r[0]) for r in sorted(rows, key=lambda r: r[1])]
+    ``limit``. Marks them so that concurrent sweepers do not hand out the same task again
+    within ``queued_grace`` (see :func:`adapt.store.tasks.mark_due`)."""
+    ids = await task_rows.mark_due(sessions, now, queued_grace=queued_grace, queued=queued,
+                                   limit=limit)
     if ids:
         log.info("sweeper: %d task(s) due for dispatch", len(ids))
     return ids
@@ -83,19 +55,7 @@ async def release_leases(
     """Expire the leases ``owner`` holds on ``task_ids`` now (after cancelling its attempts on
     a clean shutdown), so any worker may resume them at once instead of after the lease.
     Returns the ids whose lease was released."""
-    if not task_ids:
-        return []
-    now = utcnow()
-    stmt = (
-        update(Task)
-        .where(Task.id.in_(list(task_ids)), Task.status == "running", Task.lease_owner == owner)
-        # updated_at == lease_expires_at: due for the next sweep (see ``_due``)
-        .values(lease_expires_at=now, updated_at=now)
-        .returning(Task.id)
-        .execution_options(synchronize_session=False)
-    )
-    async with sessions.begin() as session:
-        released = [str(i) for i in (await session.execute(stmt)).scalars()]
+    released = await task_rows.release_leases(sessions, owner, task_ids)
     if released:
         log.info("released %d lease(s) held by %s", len(released), owner)
     return released
@@ -127,15 +87,10 @@ async def reclaim_dead_leases(sessions: async_sessionmaker[AsyncSession], me: st
     """Expire, now, the leases held by dead processes of this host (e.g. this embedded server
     before a crash), so their tasks resume at once instead of after the lease expiry."""
     host = socket.gethostname()
-    async with sessions() as session:
-        rows = (await session.execute(
-            select(Task.id, Task.lease_owner).where(
-                Task.status == "running", Task.lease_owner.like(f"{host}:%"))
-        )).all()
     dead: dict[str, list[str]] = {}
-    for task_id, owner in rows:
-        if owner and owner_is_dead(owner, me, host):
-            dead.setdefault(owner, []).append(str(task_id))
+    for task_id, owner in await task_rows.leases_on_host(sessions, host):
+        if owner_is_dead(owner, me, host):
+            dead.setdefault(owner, []).append(task_id)
     reclaimed: list[str] = []
     for owner, ids in dead.items():
         reclaimed += await release_leases(sessions, owner, ids)

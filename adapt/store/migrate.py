@@ -1,8 +1,9 @@
-"""Apply and check the Alembic migrations in ``migrations/`` programmatically."""
+"""Apply and check the Alembic migrations (the ``migrations`` package) programmatically."""
 
 from __future__ import annotations
 
 import logging
+from importlib import resources
 from pathlib import Path
 
 from alembic import command
@@ -19,11 +20,19 @@ log = logging.getLogger(__name__)
 
 
 def migrations_dir() -> Path:
-    path = Path(__file__).resolve().parents[2] / "migrations"
-    if not (path / "env.py").is_file():
-        raise UserError(f"migrations not found at {path}; run adapt from a checkout of the "
-                        "project (pip install -e .)")
-    return path
+    """The folder of the ``migrations`` package: installed with adapt (package data of the
+    wheel), or the checkout's in an editable install."""
+    try:
+        found: Path | None = Path(str(resources.files("migrations")))
+    except ModuleNotFoundError:
+        found = None
+    # an editable install made before ``migrations`` became a package does not map it
+    checkout = Path(__file__).resolve().parents[2] / "migrations"
+    for path in (found, checkout):
+        if path is not None and (path / "env.py").is_file() and (path / "versions").is_dir():
+            return path
+    raise UserError(f"the adapt migrations are not installed (looked in {found or checkout}); "
+                    "reinstall adapt (pip install .)")
 
 
 def alembic_config(url: str) -> Config:

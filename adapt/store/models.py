@@ -29,6 +29,11 @@ from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
 
+# the engine's vocabulary (defined there once), re-exported for older importers
+from adapt.engine.tree import FINAL_STATUSES as FINAL_STATUSES
+from adapt.engine.tree import TASK_STATUSES as TASK_STATUSES
+from adapt.engine.tree import UsageTotals
+
 JSONType = JSON().with_variant(JSONB(), "postgresql")
 
 
@@ -57,11 +62,6 @@ def utcnow() -> datetime:
 
 class Base(DeclarativeBase):
     pass
-
-
-TASK_STATUSES = ("queued", "running", "succeeded", "failed", "cancelled", "budget_exceeded",
-                 "error")
-FINAL_STATUSES = ("succeeded", "failed", "cancelled", "budget_exceeded", "error")
 
 
 class Task(Base):
@@ -114,6 +114,26 @@ class Task(Base):
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+    # what the row says, read as such by the API's schemas (``from_attributes``)
+    @property
+    def finished(self) -> bool:
+        return self.status in FINAL_STATUSES
+
+    @property
+    def simulated(self) -> bool:
+        """Whether the executor or the planner is simulated."""
+        return bool(self.executor_simulated or self.planner_simulated)
+
+    @property
+    def usage(self) -> UsageTotals:
+        return UsageTotals(llm_calls=self.llm_calls, prompt_tokens=self.prompt_tokens,
+                           completion_tokens=self.completion_tokens, cost_usd=self.cost_usd)
+
+    @property
+    def models(self) -> dict[str, dict[str, Any]]:
+        return {"executor": {"model": self.executor_model, "simulated": self.executor_simulated},
+                "planner": {"model": self.planner_model, "simulated": self.planner_simulated}}
 
 
 class NodeRow(Base):
@@ -181,8 +201,8 @@ class LLMCallRow(Base):
     model: Mapped[str] = mapped_column(Text)
     simulated: Mapped[bool] = mapped_column(Boolean, default=False)
     prompt: Mapped[str | None] = mapped_column(Text)  # None unless prompts are stored
-    messages: Mapped[dict[str, Any] | None] = mapped_column(JSONType)  # {"messages": [...]}
-    stop: Mapped[dict[str, Any] | None] = mapped_column(JSONType)  # {"stop": [...]}
+    messages: Mapped[list[dict[str, str]] | None] = mapped_column(JSONType)  # chat messages
+    stop: Mapped[list[str] | None] = mapped_column(JSONType)  # stop sequences
     request_fingerprint: Mapped[str] = mapped_column(String(64))
     response: Mapped[dict[str, Any]] = mapped_column(JSONType)  # ChatResponse JSON, for replay
     completion: Mapped[str] = mapped_column(Text)
@@ -241,3 +261,59 @@ class WorkerRow(Base):
     started_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     heartbeat_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     expires_at: Mapped[datetime] = mapped_column(UTCDateTime)
+
+
+class WebhookEndpoint(Base):
+    """Where a tenant's (``task_id`` None) or one task's events are sent, with the signing
+    secret (shown once, when it is created; kept because every delivery is signed with it)."""
+
+    __tablename__ = "webhook_endpoints"
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant: Mapped[str] = mapped_column(String(128), index=True)
+    #: set: this endpoint is one task's ``webhook`` (it sees that task's events only)
+    task_id: Mapped[str | None] = mapped_column(
+        String(32), ForeignKey("tasks.id", ondelete="CASCADE"), index=True)
+    url: Mapped[str] = mapped_column(Text)
+    events: Mapped[list[str]] = mapped_column(JSONType)
+    secret: Mapped[str] = mapped_column(String(128))
+    description: Mapped[str | None] = mapped_column(String(255))
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    disabled_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+DELIVERY_STATUSES = ("pending", "delivered", "failed")
+
+
+class WebhookDelivery(Base):
+    """One event for one endpoint, and every attempt to send it. The id is the Standard
+    Webhooks message id, derived from (task, event, endpoint): an event replayed by a resumed
+    attempt maps to the same row, so it is never recorded or sent twice."""
+
+    __tablename__ = "webhook_deliveries"
+    __table_args__ = (
+        Index("ix_webhook_deliveries_due", "status", "next_attempt_at"),
+        Index("ix_webhook_deliveries_task", "task_id", "created_at"),
+    )
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    task_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("tasks.id", ondelete="CASCADE"))
+    endpoint_id: Mapped[str] = mapped_column(
+        String(32), ForeignKey("webhook_endpoints.id", ondelete="CASCADE"), index=True)
+    event_type: Mapped[str] = mapped_column(String(32))
+    #: what identifies the event within the task (``ordinal:57``: the engine's 57th event)
+    event_key: Mapped[str] = mapped_column(String(64))
+    payload: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    #: a sender holds the row until then (another process may send it after)
+    locked_until: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    locked_by: Mapped[str | None] = mapped_column(String(255))
+    last_status_code: Mapped[int | None] = mapped_column(Integer)
+    last_error: Mapped[str | None] = mapped_column(Text)
+    #: one entry per attempt: {"at", "status_code", "error", "duration_ms"}
+    log: Mapped[list[dict[str, Any]]] = mapped_column(JSONType, default=list)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

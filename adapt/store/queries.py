@@ -18,16 +18,9 @@ from typing import Any
 from sqlalchemy import Float, and_, case, cast, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from adapt.engine.tree import FINAL_STATUSES, TASK_STATUSES
 from adapt.errors import UserError
-from adapt.store.models import (
-    FINAL_STATUSES,
-    TASK_STATUSES,
-    EventRow,
-    LLMCallRow,
-    NodeRow,
-    StepRow,
-    Task,
-)
+from adapt.store.models import EventRow, LLMCallRow, NodeRow, StepRow, Task
 from adapt.store.workers import live_workers
 
 #: upper bounds (seconds) of the LLM call latency histogram
@@ -49,15 +42,6 @@ async def get_task(session: AsyncSession, tenant: str, task_id: str) -> Task | N
     stmt = (
         select(Task)
         .where(Task.id == task_id, Task.tenant == tenant)
-        .execution_options(populate_existing=True)
-    )
-    return (await session.execute(stmt)).scalar_one_or_none()
-
-
-async def get_by_idempotency_key(session: AsyncSession, tenant: str, key: str) -> Task | None:
-    stmt = (
-        select(Task)
-        .where(Task.tenant == tenant, Task.idempotency_key == key)
         .execution_options(populate_existing=True)
     )
     return (await session.execute(stmt)).scalar_one_or_none()

@@ -32,6 +32,7 @@ from adapt.engine.events import (
 )
 from adapt.errors import LeaseLost
 from adapt.store.models import EventRow, LLMCallRow, NodeRow, StepRow, Task, utcnow
+from adapt.store.tasks import finished_values, record_batch
 from adapt.store.text import storable
 
 log = logging.getLogger(__name__)
@@ -101,8 +102,7 @@ class DbSink:
             b.calls.append({
                 "task_id": tid, "id": call.id, "node_id": call.node_id, "role": call.role,
                 "model": call.model, "simulated": call.simulated, "prompt": call.prompt,
-                "messages": {"messages": call.messages} if call.messages else None,
-                "stop": {"stop": call.stop},
+                "messages": call.messages or None, "stop": call.stop,
                 "request_fingerprint": event.request_fingerprint,
                 "response": (event.response.model_dump(mode="json")
                              if event.response is not None else {"text": call.completion}),
@@ -116,12 +116,9 @@ class DbSink:
         elif isinstance(event, TaskFinished):
             r = event.result
             payload = {"status": r.status, "result": r.model_dump(mode="json"), "error": r.error}
-            b.values.update(
-                status=r.status, success=r.success, reward=r.reward,
-                result=r.model_dump(mode="json"), error=r.error, max_depth=r.max_depth,
-                resolved_goal=r.goal, finished_at=utcnow(), lease_owner=None,
-                lease_expires_at=None,
-            )
+            b.values.update(finished_values(
+                r.status, success=r.success, reward=r.reward, result=r.model_dump(mode="json"),
+                error=r.error, max_depth=r.max_depth, resolved_goal=r.goal))
         b.events.append({"task_id": tid, "type": event.type, "payload": payload,
                          "ordinal": self.ordinal, "created_at": utcnow()})
 
@@ -131,7 +128,7 @@ class DbSink:
             return
         self._batch = _Batch()
         n = len(b.events)
-        values: dict[str, Any] = {"last_seq": Task.last_seq + n, "updated_at": utcnow()}
+        values: dict[str, Any] = {"updated_at": utcnow()}
         if b.created:
             values["nodes_count"] = Task.nodes_count + len(b.created)
         if b.calls:
@@ -149,17 +146,10 @@ class DbSink:
         created, steps, calls, events = (storable(list(b.created.values())), storable(b.steps),
                                          storable(b.calls), storable(b.events))
         async with self.sessions.begin() as session:
-            stmt = (
-                update(Task)
-                .where(Task.id == self.task_id, Task.attempt == self.attempt,
-                       Task.lease_owner == self.owner)
-                .values(**values)
-                .returning(Task.last_seq, Task.cancel_requested)
-            )
-            row = (await session.execute(stmt)).one_or_none()
+            row = await record_batch(session, self.task_id, self.attempt, self.owner, n, values)
             if row is None:
                 raise LeaseLost(f"task {self.task_id}: attempt {self.attempt} lost its lease")
-            last, self.cancel_requested = int(row[0]), bool(row[1])
+            last, self.cancel_requested = row
             if created:
                 await session.execute(insert(NodeRow), created)
             for node in storable(list(b.updated.values())):

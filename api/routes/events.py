@@ -11,7 +11,7 @@ from adapt.store import queries
 from api.deps import SessionDep, SessionsDep, TenantDep
 from api.problems import not_found
 from api.routes.tasks import PROBLEMS
-from api.schemas import EventList, EventPublic
+from api.schemas import EVENT, EventList
 from api.sse import StreamOptions, event_json, event_stream
 
 router = APIRouter(prefix="/tasks", tags=["events"])
@@ -104,7 +104,7 @@ async def task_events(
     rows = await queries.events_after(session, task.id, after, limit)
     last = rows[-1].seq if rows else after
     page = EventList(
-        events=[EventPublic.model_validate(event_json(r)) for r in rows], last_seq=last,
+        events=[EVENT.validate_python(event_json(r)) for r in rows], last_seq=last,
         finished=progress.finished and last >= progress.last_seq,
         status=task.status,
     )

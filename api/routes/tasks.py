@@ -7,22 +7,34 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Header, Query, Response
 from fastapi.openapi.models import Example
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from adapt.engine.tree import TaskStatus
 from adapt.service.resume import NotResumable, resume_task
 from adapt.service.submit import (
     IdempotencyConflict,
     RateLimited,
     Submission,
     SubmissionInvalid,
+    WebhookRequest,
     cancel_task,
     request_hash,
     submit_task,
 )
 from adapt.store import queries
+from adapt.store import webhooks as webhook_store
+from adapt.store.models import WebhookEndpoint
 from adapt.store.text import UNSTORABLE_MESSAGE, find_unstorable
 from api.deps import DispatcherDep, SessionDep, SettingsDep, TenantDep
 from api.problems import ProblemError, invalid_field, not_found
-from api.schemas import Problem, TaskCreate, TaskDetail, TaskList, TaskPublic, TaskStatus
+from api.schemas import (
+    Problem,
+    TaskCreate,
+    TaskDetail,
+    TaskList,
+    TaskPublic,
+    TaskWebhook,
+)
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +128,8 @@ async def create_task(
         environment=body.environment, environment_config=body.environment_config,
         run_config=body.run_config(), goal=body.goal, executor_model=body.executor.model,
         planner_model=body.planner.model,
+        webhook=WebhookRequest(body.webhook.url, tuple(body.webhook.events))
+        if body.webhook is not None else None,
     )
     try:
         outcome = await submit_task(
@@ -141,7 +155,23 @@ async def create_task(
         except Exception:  # the task is stored; the worker's sweeper dispatches it later
             log.exception("dispatching task %s failed; it stays queued for the sweeper",
                           task.id)
-    return TaskPublic.from_row(task)
+    public = TaskPublic.model_validate(task)
+    if outcome.webhook is not None:
+        public.webhook = task_webhook(outcome.webhook, with_secret=True)
+    elif not outcome.created:
+        public.webhook = await _webhook_of(session, task.id)
+    return public
+
+
+def task_webhook(row: WebhookEndpoint, *, with_secret: bool = False) -> TaskWebhook:
+    return TaskWebhook(id=row.id, url=row.url, events=list(row.events),
+                       secret=row.secret if with_secret else None,
+                       deliveries=f"/tasks/{row.task_id}/deliveries")
+
+
+async def _webhook_of(session: AsyncSession, task_id: str) -> TaskWebhook | None:
+    rows = await webhook_store.endpoints_of_task(session, task_id)
+    return task_webhook(rows[0]) if rows else None
 
 
 @router.get("", response_model=TaskList, summary="List tasks, newest first", responses=PROBLEMS)
@@ -164,7 +194,7 @@ async def list_tasks(
                                         strategy=strategy, cursor=cursor, limit=limit)
     except queries.InvalidCursor as exc:
         raise invalid_field("cursor", str(exc), location="query") from None
-    return TaskList(items=[TaskPublic.from_row(t) for t in page.items],
+    return TaskList(items=[TaskPublic.model_validate(t) for t in page.items],
                     next_cursor=page.next_cursor)
 
 
@@ -173,7 +203,9 @@ async def get_task(task_id: str, session: SessionDep, tenant: TenantDep) -> Task
     task = await queries.get_task(session, tenant, task_id)
     if task is None:
         raise not_found("task", task_id)
-    return TaskDetail.from_row(task)
+    detail = TaskDetail.model_validate(task)
+    detail.webhook = await _webhook_of(session, task.id)
+    return detail
 
 
 @router.post(
@@ -191,7 +223,7 @@ async def cancel(task_id: str, session: SessionDep, tenant: TenantDep) -> TaskPu
     task = await queries.get_task(session, tenant, task_id)
     if task is None:
         raise not_found("task", task_id)
-    return TaskPublic.from_row(await cancel_task(session, task))
+    return TaskPublic.model_validate(await cancel_task(session, task))
 
 
 @router.post(
@@ -220,4 +252,4 @@ async def resume(task_id: str, session: SessionDep, tenant: TenantDep,
         raise ProblemError(409, str(exc), slug="not-resumable", title="Conflict") from None
     if resumed:
         await dispatcher.dispatch(task.id)
-    return TaskPublic.from_row(task)
+    return TaskPublic.model_validate(task)

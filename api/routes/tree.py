@@ -10,18 +10,11 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Path, Response
 
 from adapt.store import queries
-from adapt.store.models import FINAL_STATUSES, NodeRow, Task
+from adapt.store.models import NodeRow, Task
 from api.deps import SessionDep, TenantDep
 from api.problems import not_found
 from api.routes.tasks import PROBLEMS
-from api.schemas import (
-    LLMCallPublic,
-    NodeDetail,
-    NodePublic,
-    StepPublic,
-    TaskTree,
-    TreeNode,
-)
+from api.schemas import LLMCallPublic, NodeDetail, StepPublic, TaskTree, TreeNode
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +45,7 @@ def etag_matches(if_none_match: str | None, etag: str) -> bool:
 
 def build_tree(rows: Sequence[NodeRow]) -> TreeNode | None:
     """Nest flat rows (ordered by parent, position, id) under the root; no further queries."""
-    nodes = {row.id: TreeNode(**NodePublic.fields_of(row)) for row in rows}
+    nodes = {row.id: TreeNode.model_validate(row) for row in rows}
     roots: list[TreeNode] = []
     for row in rows:
         node = nodes[row.id]
@@ -100,7 +93,7 @@ async def get_tree(
     response.headers.update(headers)
     return TaskTree(
         task_id=task.id, status=task.status,
-        finished=task.status in FINAL_STATUSES, success=task.success, reward=task.reward,
+        finished=task.finished, success=task.success, reward=task.reward,
         last_seq=task.last_seq, nodes_count=len(rows), tree=build_tree(rows),
     )
 
@@ -126,9 +119,6 @@ async def get_node(
     steps = await queries.node_steps(session, task.id, node_id)
     calls = await queries.node_calls(session, task.id, node_id)
     children = await queries.child_ids(session, task.id, node_id)
-    return NodeDetail(
-        **NodePublic.fields_of(node), task_id=task.id, plan=node.plan,
-        context_in=node.context_in, context_out=node.context_out, children=children,
-        steps=[StepPublic.from_row(s) for s in steps],
-        llm_calls=[LLMCallPublic.from_row(c) for c in calls],
-    )
+    return NodeDetail.model_validate(node).model_copy(update=dict(
+        children=children, steps=[StepPublic.model_validate(s) for s in steps],
+        llm_calls=[LLMCallPublic.model_validate(c) for c in calls]))

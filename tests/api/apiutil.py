@@ -23,8 +23,8 @@ from adapt.engine.events import (
 )
 from adapt.envs.textcraft import TextCraft
 from adapt.sim import from_spec
-from adapt.store.events import append_event
 from adapt.store.models import LLMCallRow, NodeRow, StepRow, Task, utcnow
+from adapt.store.tasks import append_event
 
 SIM = "sim:textcraft?capability=1"
 
@@ -80,8 +80,8 @@ class RowSink:
                 session.add(LLMCallRow(
                     task_id=self.task_id, id=c.id, node_id=c.node_id, role=c.role,
                     model=c.model, simulated=c.simulated, prompt=c.prompt,
-                    messages={"messages": c.messages} if c.messages else None,
-                    stop={"stop": c.stop}, request_fingerprint="", response={"text": c.completion},
+                    messages=c.messages or None,
+                    stop=c.stop, request_fingerprint="", response={"text": c.completion},
                     completion=c.completion, prompt_tokens=c.prompt_tokens,
                     completion_tokens=c.completion_tokens, usage_estimated=c.usage_estimated,
                     latency_s=c.latency_s, cost_usd=c.cost_usd, monitor=c.monitor, attempt=1,

@@ -98,6 +98,11 @@ async def test_resume_requeues_an_interrupted_task_only(
         types = list((await s.execute(select(EventRow.type).where(EventRow.task_id == task_id)
                                       .order_by(EventRow.seq))).scalars())
     assert types[-1] == "task.resumed"
+    # the event log's JSON page serves it, typed like every other event
+    page = await client.get(f"/tasks/{task_id}/events", params={"since": 0})
+    assert page.status_code == 200, page.text
+    assert page.json()["events"][-1]["type"] == "task.resumed"
+    assert page.json()["events"][-1]["data"] == {"status": "queued", "after": message}
 
     again = await client.post(f"/tasks/{task_id}/resume")  # idempotent: already queued
     assert again.status_code == 202 and dispatcher.dispatched == [task_id]

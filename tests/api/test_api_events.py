@@ -13,7 +13,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from adapt.store.events import EVENT_TYPES
+from adapt.engine.events import EVENT_TYPES
 from api.sse import StreamOptions
 from tests.api.apiutil import SSEEvent, create, parse_sse, run_engine
 

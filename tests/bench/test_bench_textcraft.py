@@ -11,7 +11,13 @@ import pytest
 from typer.testing import CliRunner
 
 from adapt.bench.report import BenchReport, TaskRecord, to_markdown
-from adapt.bench.textcraft import parse_d_max, parse_strategies, run_bench, select_tasks
+from adapt.bench.textcraft import (
+    parse_d_max,
+    parse_strategies,
+    read_task_ids,
+    run_bench,
+    select_tasks,
+)
 from adapt.cli import app
 from adapt.engine import strategies as registry
 from adapt.engine.strategies.core import react_strategy
@@ -174,7 +180,48 @@ def test_cli_default_model_is_the_labelled_simulator(no_key: None) -> None:
     assert "SIMULATED" in out
 
 
+REPO_LIST = Path(__file__).resolve().parents[2] / "docs" / "data" / "textcraft-test-24.txt"
+
+
+def test_the_repo_task_list_is_the_stratified_24_interleaved_by_depth() -> None:
+    listed = read_task_ids(REPO_LIST)
+    assert sorted(t.id for t in listed) == sorted(t.id for t in select_tasks("test", limit=24))
+    # every prefix of 3k tasks holds k of each depth: a run stopped early stays stratified
+    for k in range(1, 9):
+        assert Counter(t.depth for t in listed[:3 * k]) == {2: k, 3: k, 4: k}
+    assert read_task_ids(REPO_LIST, limit=6) == listed[:6]
+
+
+def test_cli_task_file_runs_the_listed_tasks_in_order_and_writes_each_as_it_ends(
+        tmp_path: Path) -> None:
+    listing = tmp_path / "ids.txt"
+    listing.write_text("# a comment\nladder  # depth 2\n\ntextcraft/black_bed\ncyan_banner\n")
+    out = tmp_path / "out"
+    code, text = cli("--tasks", str(listing), "--limit", "2", "--strategies", "adapt",
+                     "--d-max", "2", "--model", SIM, "--concurrency", "1", "--out", str(out))
+    assert code == 0, text
+    partial = [json.loads(x) for x in (out / "tasks.partial.jsonl").read_text().splitlines()]
+    assert [r["id"] for r in partial] == ["textcraft/ladder", "textcraft/black_bed"]
+    final = [json.loads(x) for x in (out / "tasks.jsonl").read_text().splitlines()]
+    assert final == partial
+    assert json.loads((out / "report.json").read_text())["split"] == "custom"
+
+
+@pytest.mark.parametrize(("content", "message"), [
+    ("ladder\nnot_an_item\n", "ids.txt:2: unknown TextCraft task 'not_an_item'"),
+    ("ladder\nladder\n", "listed twice"),
+    ("# nothing\n", "names no tasks"),
+])
+def test_cli_task_file_errors(tmp_path: Path, content: str, message: str) -> None:
+    listing = tmp_path / "ids.txt"
+    listing.write_text(content)
+    code, out = cli("--tasks", str(listing), "--model", SIM)
+    assert code == 2, out
+    assert message in " ".join(out.split())
+
+
 @pytest.mark.parametrize(("args", "message"), [
+    (["--tasks", "/nonexistent/ids.txt"], "cannot read"),
     (["--strategies", "adapt,bogus"], "available"),
     (["--d-max", "1,two"], "--d-max"),
     (["--d-max", "0"], "out of range"),

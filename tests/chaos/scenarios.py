@@ -33,10 +33,11 @@ from typing import Any
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from adapt.engine import MemorySink, RunConfig, run_task
+from adapt.engine.tree import FINAL_STATUSES
 from adapt.envs.textcraft import TextCraft
 from adapt.sim import from_spec
 from adapt.store.db import create_engine, session_factory
-from adapt.store.models import FINAL_STATUSES, Task
+from adapt.store.models import Task
 from tests.chaos.infra import PrivatePostgres, PrivateRedis
 from tests.service.helpers import events, insert_task, persisted_tree
 from tests.service.test_execute import as_persisted

@@ -107,7 +107,7 @@ def always_claims(request: ChatRequest) -> str:
 
 
 @pytest.mark.parametrize("strategy", ["adapt", "react", "plan_and_execute", "try_again",
-                                      "reflexion"])
+                                      "reflexion", "stateflow"])
 @pytest.mark.parametrize("verification", ["env", "off"])
 async def test_no_strategy_reports_success_the_environment_refutes(strategy: str,
                                                                    verification: str) -> None:
@@ -118,6 +118,55 @@ async def test_no_strategy_reports_success_the_environment_refutes(strategy: str
     assert result.status == "failed" and not result.success and result.reward == 0.0
     assert result.verdict == "refuted" and sink.nodes[1].success is False
     assert sink.nodes[1].verdict == "refuted"
+
+
+def test_every_built_in_strategy_is_in_the_status_rule_test() -> None:
+    from adapt.engine.strategies.registry import BUILTINS
+
+    checked = test_no_strategy_reports_success_the_environment_refutes.pytestmark  # type: ignore[attr-defined]
+    listed = next(m.args[1] for m in checked if m.args[0] == "strategy")
+    assert set(BUILTINS) <= set(listed)
+
+
+@pytest.mark.parametrize("strategy", ["try_again", "reflexion"])
+async def test_each_trial_is_verified_a_refuted_trial_does_not_end_the_trials(
+        strategy: str) -> None:
+    model = FunctionModel(always_claims)
+    sink = MemorySink()
+    result = await run_task(TextCraft(), BEEHIVE, RunConfig(strategy=strategy, d_max=3), model,
+                            sink=sink)
+    trials = [n for n in sink.nodes.values() if n.label and n.label.startswith("trial")]
+    assert [n.label for n in trials] == ["trial 1", "trial 2", "trial 3"]
+    for trial in trials:  # every trial: the claim, the environment's word, the outcome
+        assert (trial.claim, trial.verdict, trial.termination) == (True, "refuted", "refuted")
+        assert trial.evidence == "the goal item has not been crafted (reward 0)"
+        assert trial.status == "failed" and trial.success is False
+    assert result.status == "failed" and result.claimed_success is False
+
+
+@pytest.mark.parametrize("strategy", ["try_again", "reflexion"])
+async def test_a_trial_that_crafts_the_goal_is_confirmed_and_ends_the_trials(
+        strategy: str) -> None:
+    # trial 1 claims falsely; trial 2 crafts the goal item
+    replies = iter(["think: Task completed!", "Reflection: craft it.", "get 3 honeycomb",
+                    "get 1 oak logs", "get 1 oak logs", "craft 4 oak planks using 1 oak logs",
+                    "craft 4 oak planks using 1 oak logs", CRAFT])
+
+    def script(request: ChatRequest) -> str:
+        reply = next(replies)
+        if request.role == "reflection" and not reply.startswith("Reflection"):
+            raise AssertionError(f"the reflection got {reply!r}")
+        if request.role == "executor" and reply.startswith("Reflection"):
+            return next(replies)
+        return reply.removeprefix("Reflection: ")
+
+    sink = MemorySink()
+    result = await run_task(TextCraft(), BEEHIVE, RunConfig(strategy=strategy, d_max=3),
+                            FunctionModel(script), sink=sink)
+    trials = sorted((n for n in sink.nodes.values() if n.label), key=lambda n: n.id)
+    assert [(n.label, n.verdict, n.status) for n in trials] == [
+        ("trial 1", "refuted", "failed"), ("trial 2", "confirmed", "succeeded")]
+    assert result.status == "succeeded" and result.verdict == "confirmed"
 
 
 def test_paper_profile_turns_verification_off_unless_set() -> None:

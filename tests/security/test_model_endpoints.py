@@ -71,3 +71,41 @@ async def test_an_upstream_error_body_goes_to_the_log_not_to_the_task(
     assert "endpoint lab" in task["error"] and "HTTP 401" in task["error"]
     assert all(secret not in text for text in seen)
     assert secret in caplog.text  # the operator can still read it
+
+
+async def test_every_model_of_a_cascade_passes_the_allow_list(database_url: str) -> None:
+    """``executor.models``: a listed endpoint first does not let an unlisted one through."""
+    with capture_server() as listed, capture_server() as unlisted:
+        async with service(database_url, openai_api_key=OPERATOR_KEY,
+                           llm_endpoints=[{"base_url": listed.base_url, "name": "vllm"}]) as c:
+            body = {**BODY, "executor": {"models": [f"openai:x@{listed.base_url}",
+                                                     f"openai:y@{unlisted.base_url}"]}}
+            response = await c.post("/tasks", json=body)
+            assert response.status_code == 422, response.text
+            problem = response.json()
+            assert problem["errors"][0]["field"] == "executor.models.1"
+            assert f"vllm ({listed.base_url})" in problem["detail"]
+            assert OPERATOR_KEY not in response.text
+            assert (await c.get("/tasks")).json()["items"] == []
+        assert unlisted.requests == [] and listed.requests == []
+
+
+async def test_each_model_of_a_cascade_gets_only_its_own_endpoints_key(
+    database_url: str,
+) -> None:
+    with capture_server() as a, capture_server() as b:
+        endpoints = [{"base_url": a.base_url, "api_key": "key-for-a", "name": "a"},
+                     {"base_url": b.base_url, "api_key": "key-for-b", "name": "b"}]
+        # one step per attempt: the capture servers only think, so each attempt fails
+        body = {**BODY, "budget": {"max_llm_calls": 4},
+                "executor": {"models": [f"openai:m@{a.base_url}", f"openai:m@{b.base_url}"],
+                             "max_steps": 1}}
+        async with service(database_url, llm_endpoints=endpoints) as client:
+            task = await run_to_end(client, body)
+            tree = (await client.get(f"/tasks/{task['id']}/tree")).json()["tree"]
+        # attempt N ran executor.models[N - 1] (the label shows the model's name)
+        assert [n["label"] for n in tree["children"]] == ["attempt 1: m", "attempt 2: m"]
+        assert task["run_config"]["executor"]["models"] == [f"openai:m@{a.base_url}",
+                                                            f"openai:m@{b.base_url}"]
+        assert a.requests and set(a.authorizations) == {"Bearer key-for-a"}
+        assert b.requests and set(b.authorizations) == {"Bearer key-for-b"}

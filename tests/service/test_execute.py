@@ -40,7 +40,8 @@ class Counting:
         return await self.inner.complete(request)
 
 
-def make_ctx(url: str, worker: str, model: Counting | None = None, **settings: object) -> ServiceContext:
+def make_ctx(url: str, worker: str, model: ChatModel | None = None,
+             **settings: object) -> ServiceContext:
     s = Settings.model_validate({"ADAPT_DATABASE_URL": url, "lease_seconds": 30,
                                  "heartbeat_seconds": 0.05, **settings})
     ctx = ServiceContext.create(s)

@@ -92,3 +92,33 @@ async def test_cancel_while_the_worker_is_dead_pays_no_further_call(database_url
         assert evs[-1].type == "task.finished" and evs[-1].payload["status"] == "cancelled"
     finally:
         await ctx2.aclose()
+
+
+async def test_close_waits_for_the_lease_renewal_under_way(
+    database_url: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """A renewal of the heartbeat under way when the context closes lands before the close
+    returns, never after (a late renewal would extend a lease the test, or another worker,
+    has just expired, and the task would wait a whole lease before anyone resumed it)."""
+    from adapt.store import tasks as task_rows
+
+    renewing, renewed = asyncio.Event(), asyncio.Event()
+    real = task_rows.renew_leases
+
+    async def slow_renew(*args: object, **kwargs: object) -> dict[str, int]:
+        renewing.set()
+        await asyncio.sleep(0.3)
+        result = await real(*args, **kwargs)  # type: ignore[arg-type]
+        renewed.set()
+        return result
+
+    monkeypatch.setattr(task_rows, "renew_leases", slow_renew)
+    first = Counting(from_spec(SIM), hang_after=3)
+    ctx = make_ctx(database_url, "w1", first)
+    task_id = await insert_task(ctx.sessions, config={"seed": 11})
+    run = asyncio.create_task(execute_task(ctx, task_id))
+    await asyncio.wait_for(renewing.wait(), 30)  # a beat is renewing the task's lease
+    run.cancel()  # the worker stops its task, then closes
+    await asyncio.gather(run, return_exceptions=True)
+    await ctx.aclose()
+    assert renewed.is_set(), "the context closed with a lease renewal still under way"

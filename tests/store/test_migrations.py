@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import json
+
+import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine
+from sqlalchemy import create_engine, text
 
 from adapt.store.migrate import _sync_url, pending
 from adapt.store.models import Base
@@ -23,7 +26,8 @@ def test_migrations_match_the_models(database_url: str) -> None:
 
 
 def test_pending_on_an_empty_database(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    assert pending(f"sqlite:///{tmp_path / 'empty.db'}") == ["0001", "0002", "0003", "0004", "0005", "0006"]
+    assert pending(f"sqlite:///{tmp_path / 'empty.db'}") == ["0001", "0002", "0003", "0004", "0005", "0006", "0007",
+                                                      "0008"]
 
 
 def test_upgrade_from_0001_keeps_rows_and_adds_the_monitor_column(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -44,3 +48,98 @@ def test_upgrade_from_0001_keeps_rows_and_adds_the_monitor_column(tmp_path) -> N
     finally:
         engine.dispose()
     assert pending(url) == []
+
+
+def _old_db(backend: str, tmp_path):  # type: ignore[no-untyped-def]
+    from tests.dbutil import postgres_database, sqlite_database
+
+    if backend == "sqlite":
+        return sqlite_database(tmp_path, migrate=False)
+    return postgres_database(migrate=False)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_0007_stores_message_lists_and_converts_rows_both_ways(backend: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Rows written at 0006 ({"messages": [...]}, {"stop": [...]}) read as plain lists after
+    the upgrade, and as the wrapped dicts again after the downgrade; nulls stay null."""
+    from alembic import command
+
+    from adapt.store.migrate import alembic_config
+
+    messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
+    with _old_db(backend, tmp_path) as url:
+        cfg = alembic_config(url)
+        command.upgrade(cfg, "0006")
+        engine = create_engine(_sync_url(url))
+        try:
+            with engine.begin() as conn:
+                conn.execute(text(
+                    "INSERT INTO tasks (id, tenant, status, environment, environment_config, "
+                    "strategy, profile, d_max, run_config, executor_model, planner_model, "
+                    "executor_simulated, planner_simulated, llm_calls, prompt_tokens, "
+                    "completion_tokens, nodes_count, max_depth, cancel_requested, attempt, "
+                    "last_seq, created_at, updated_at) VALUES ('t1', 'x', 'queued', "
+                    "'textcraft', '{}', 'adapt', 'default', 3, '{}', 'sim:a', 'sim:a', true, "
+                    "true, 0, 0, 0, 0, 0, false, 0, 0, :now, :now)"), {"now": "2026-01-01"})
+                rows = [
+                    (1, {"messages": messages}, {"stop": ["\n", "END"]}, None),
+                    (2, None, {"stop": []}, "a prompt"),
+                ]
+                for call_id, msgs, stop, prompt in rows:
+                    conn.execute(text(
+                        "INSERT INTO llm_calls (task_id, id, role, model, simulated, prompt, "
+                        "messages, stop, request_fingerprint, response, completion, "
+                        "prompt_tokens, completion_tokens, usage_estimated, latency_s, "
+                        "attempt, created_at) VALUES ('t1', :id, 'executor', 'sim:a', true, "
+                        ":prompt, :messages, :stop, 'f', '{}', 'ok', 0, 0, false, 0, 1, :now)"),
+                        {"id": call_id, "prompt": prompt, "now": "2026-01-01",
+                         "messages": None if msgs is None else json.dumps(msgs),
+                         "stop": json.dumps(stop)})
+
+            def stored() -> list[tuple[object, object]]:
+                with engine.connect() as conn:
+                    found = conn.execute(text(
+                        "SELECT messages, stop FROM llm_calls ORDER BY id")).all()
+                return [tuple(v if v is None or not isinstance(v, str) else json.loads(v)
+                              for v in row) for row in found]
+
+            command.upgrade(cfg, "head")
+            assert stored() == [(messages, ["\n", "END"]), (None, [])]
+            command.downgrade(cfg, "0006")
+            assert stored() == [({"messages": messages}, {"stop": ["\n", "END"]}),
+                                (None, {"stop": []})]
+            command.upgrade(cfg, "head")
+            assert stored() == [(messages, ["\n", "END"]), (None, [])]
+        finally:
+            engine.dispose()
+
+
+def test_upgrade_from_0007_adds_the_webhook_tables_and_keeps_tasks(database_url: str) -> None:
+    """The webhook migration on a database at 0007 holding a task (SQLite and PostgreSQL)."""
+    from alembic import command
+    from sqlalchemy import inspect, text
+
+    from adapt.store.migrate import alembic_config
+
+    cfg = alembic_config(database_url)
+    command.downgrade(cfg, "0007")
+    engine = create_engine(_sync_url(database_url))
+    try:
+        assert "webhook_deliveries" not in inspect(engine).get_table_names()
+        with engine.begin() as conn:
+            conn.execute(text(
+                "INSERT INTO tasks (id, tenant, status, environment, environment_config, "
+                "strategy, profile, d_max, run_config, executor_model, planner_model, "
+                "executor_simulated, planner_simulated, llm_calls, prompt_tokens, "
+                "completion_tokens, nodes_count, max_depth, cancel_requested, attempt, "
+                "last_seq, created_at, updated_at) VALUES ('t1', 'default', 'queued', "
+                "'textcraft', '{}', 'adapt', 'default', 3, '{}', 'sim:x', 'sim:x', true, "
+                "true, 0, 0, 0, 0, 0, false, 0, 0, CURRENT_TIMESTAMP, CURRENT_TIMESTAMP)"))
+        command.upgrade(cfg, "head")
+        tables = inspect(engine).get_table_names()
+        assert {"webhook_endpoints", "webhook_deliveries"} <= set(tables)
+        with engine.connect() as conn:
+            assert conn.execute(text("SELECT id FROM tasks")).scalars().all() == ["t1"]
+    finally:
+        engine.dispose()
+    assert pending(database_url) == []

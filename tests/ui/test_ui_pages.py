@@ -202,3 +202,23 @@ def test_timeline_and_compare(page: Any, server: Server, finished: dict[str, Any
     first = page.locator("table.levels tbody tr").first.inner_text()
     assert "depth 1" in first and first.count("1 nodes") == 2
     assert not page.js_errors
+
+
+def test_the_node_panel_shows_the_claim_the_verdict_and_its_evidence(
+        page: Any, server: Server, finished: dict[str, Any]) -> None:
+    def nodes(node: dict[str, Any]) -> list[dict[str, Any]]:
+        return [node, *(n for c in node["children"] for n in nodes(c))]
+
+    tree = server.get(f"/tasks/{finished['id']}/tree")
+    judged = [n for n in nodes(tree["tree"]) if n.get("evidence")]
+    assert judged, "the seed-11 task has nodes the environment judged (verification is on)"
+    node = judged[0]
+    detail = server.get(f"/tasks/{finished['id']}/nodes/{node['id']}")
+    page.goto(f"{server.url}/ui/tasks/{finished['id']}?node={node['id']}")
+    panel = page.locator(f"#node-panel[data-node-id='{node['id']}']")
+    panel.wait_for()
+    facts = dict(zip(panel.locator("dl.facts dt").all_inner_texts(),
+                     panel.locator("dl.facts dd").all_inner_texts(), strict=True))
+    assert facts["evidence"] == detail["evidence"]
+    assert facts["verified"] == detail["verdict"]
+    assert not page.js_errors

@@ -19,7 +19,8 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from adapt.store.models import FINAL_STATUSES, LLMCallRow, Task
+from adapt.engine.tree import FINAL_STATUSES
+from adapt.store.models import LLMCallRow, Task
 
 BROKER_URL = os.environ.get("ADAPT_TEST_BROKER_URL", "redis://127.0.0.1:6379/0")
 SIM = "sim:textcraft?capability=1"
@@ -162,7 +163,7 @@ async def persisted_prompt_hashes(
             text = r.prompt
         else:
             assert r.messages is not None
-            text = "\n\n".join(m["content"] for m in r.messages["messages"])
+            text = "\n\n".join(m["content"] for m in r.messages)
         out[hashlib.sha256(text.encode()).hexdigest()] += 1
     return out
 

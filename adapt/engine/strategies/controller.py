@@ -57,32 +57,109 @@ class AdaptController:
         self.refuted: dict[str, str] = {}
 
     async def solve(self, node: Node, task: str | None = None) -> bool:
-        """Run one task node (recursively). ``task`` defaults to the env's observation."""
+        """Run one task node (recursively). ``task`` defaults to the env's observation.
+
+        With a model cascade (``run.executor_models``, more than one) the executor runs are
+        child ``attempt N`` nodes (:meth:`escalate`) and the plan's steps go under a ``plan``
+        group child; ``executor.cascade`` says whether the later models come before the
+        decomposition or after it failed."""
         run = self.run
         task = task if task is not None else run.env.task_observation(node.goal)
         env = run.env
+        cascade = len(run.executor_models) > 1
+        after = cascade and run.config.executor.cascade == "after"
         rolls_back = bool(getattr(env, "rolls_back", lambda: False)())
-        mark = env.checkpoint() if rolls_back else None  # type: ignore[attr-defined]
-        result = await self.try_executor(node, task)
+        mark = env.checkpoint() if rolls_back and not cascade else None  # type: ignore[attr-defined]
+        if cascade:
+            result = await self.escalate(node, task, 0 if not after else None)
+        else:
+            result = await self.try_executor(node, task)
         if result.success:
             return await self.finish(node, True)
         if node.verdict == "refuted" and node.evidence:  # the next attempt hears why
             task = f"{task}\n{verification.feedback(node.evidence)}"
-        if rolls_back and not run.episode_done:  # a failed attempt leaves nothing behind
+        if rolls_back and not cascade and not run.episode_done:  # a failed attempt leaves nothing
             env.rollback(mark)  # type: ignore[attr-defined]
         if run.episode_done or node.depth >= run.config.d_max:
+            if after and not run.episode_done:
+                return await self.finish(node, (await self.escalate(node, task, 1)).success)
             return await self.finish(node, False)
 
         plan = await self.planner.plan(node, task)
         if not plan.steps or plan.expression is None:
             await run.update(node, plan=plan, error="the planner returned no steps")
+            if after and not run.episode_done:
+                return await self.finish(node, (await self.escalate(node, task, 1)).success)
             return await self.finish(node, False)
         expr = plan.expression
         group = expr if isinstance(expr, LogicGroup) else LogicGroup(op="and", children=[expr])
         await run.update(node, plan=plan, logic=group.op)
-        children = await self.build(node, group, plan.steps, node.depth + 1)
+        holder = node
+        if cascade:  # the plan's steps under one group, apart from the attempt nodes
+            holder = await run.new_node(
+                kind="group", parent_id=node.id, position=len(run.children(node)),
+                depth=node.depth + 1, goal=describe(group, plan.steps), logic=group.op,
+                label="plan")
+            await run.update(holder, status="running")
+        children = await self.build(holder, group, plan.steps, node.depth + 1)
         ok = await self.run_children(group.op, children)
-        return await self.finish(node, await self.verify_decomposed(node, ok))
+        if holder is not node:
+            await self.finish(holder, ok)
+        ok = await self.verify_decomposed(node, ok)
+        if not ok and after and not run.episode_done:
+            ok = (await self.escalate(node, task, 1)).success
+        return await self.finish(node, ok)
+
+    async def escalate(self, node: Node, task: str, start: int | None,
+                       options: ExecuteOptions | None = None) -> ExecutionResult:
+        """The model cascade on ``node``: one child ``task`` node per attempt (same goal and
+        depth, label ``attempt N: <model>``), each with the next executor model from
+        ``start`` on (``None``: the first model only), until one succeeds. A failed attempt
+        is rolled back where the environment rolls back; the refuted attempt's evidence
+        reaches the next one. The node records the deciding (last) attempt's outcome."""
+        run = self.run
+        env = run.env
+        rolls_back = bool(getattr(env, "rolls_back", lambda: False)())
+        models = run.executor_models
+        numbers = [0] if start is None else list(range(start, len(models)))
+        await run.update(node, status="running")
+        if start in (0, None):  # already satisfied: no attempt at all (a later start had one)
+            mark = verification.mark(env) if run.config.verification == "env" else None
+            self.marks[node.id] = mark
+            done = await self.already_done(node, mark)
+            if done is not None:
+                return done
+        result: ExecutionResult | None = None
+        for number in numbers:
+            if run.episode_done:
+                break
+            model = models[number]
+            kid = await run.new_node(
+                kind="task", parent_id=node.id, position=len(run.children(node)),
+                depth=node.depth, goal=node.goal,
+                label=f"attempt {number + 1}: {model.name}"[:255])
+            mark = env.checkpoint() if rolls_back else None  # type: ignore[attr-defined]
+            run.executor_model = model
+            try:
+                result = await self.try_executor(kid, task, options)
+            finally:
+                run.executor_model = models[0]
+            # the node's goal is checked against the state its first attempt started from
+            self.marks.setdefault(node.id, self.marks.get(kid.id))
+            await self.finish(kid, result.success)
+            if result.success:
+                break
+            if rolls_back and not run.episode_done:
+                env.rollback(mark)  # type: ignore[attr-defined]
+        if result is None:
+            return ExecutionResult(False, None, run.reward, "done", 0)
+        checked = result.checked
+        await run.update(
+            node, executor_success=result.success, self_assessed=result.self_assessed,
+            claim=result.claim, verdict=None if checked is None else checked.verdict,
+            evidence=None if checked is None else checked.evidence or None,
+            reward=result.reward, termination=result.termination)
+        return result
 
     async def verify_decomposed(self, node: Node, ok: bool) -> bool:
         """A decomposed node's outcome: the environment's verdict on its goal once its
@@ -96,6 +173,20 @@ class AdaptController:
             return ok
         await run.update(node, verdict=check.verdict, evidence=check.evidence or None)
         return check.verdict == "confirmed"
+
+    async def already_done(self, node: Node, mark: object | None) -> ExecutionResult | None:
+        """With verification on: a goal the environment confirms before any executor run is
+        recorded as done (``verified``, no call) and its result returned; else ``None``."""
+        run = self.run
+        if run.config.verification != "env":
+            return None
+        before = verification.check(run.env, node.goal, mark, reward=run.reward,
+                                    episode_done=run.episode_done)
+        if before.verdict != "confirmed":
+            return None
+        await run.update(node, executor_success=True, verdict="confirmed",
+                         evidence=before.evidence, termination="verified")
+        return ExecutionResult(True, None, 0.0, "verified", 0)
 
     async def try_executor(self, node: Node, task: str,
                            options: ExecuteOptions | None = None) -> ExecutionResult:
@@ -111,15 +202,11 @@ class AdaptController:
         context_in = run.context if extra is None else extra
         await run.update(node, status="running", context_in=context_in)
         if run.config.verification == "env":
-            env = run.env
-            watch = Watch(node.id, node.goal, verification.mark(env))
+            watch = Watch(node.id, node.goal, verification.mark(run.env))
             self.marks[node.id] = watch.mark
-            before = verification.check(env, node.goal, watch.mark, reward=run.reward,
-                                        episode_done=run.episode_done)
-            if before.verdict == "confirmed":  # already satisfied: skip it, no call
-                await run.update(node, executor_success=True, verdict="confirmed",
-                                 evidence=before.evidence, termination="verified")
-                return ExecutionResult(True, None, 0.0, "verified", 0)
+            done = await self.already_done(node, watch.mark)
+            if done is not None:
+                return done
             run.watch = watch
             earlier = self.refuted.get(goal_key(node.goal))
             if earlier is not None:  # a retry of a refuted goal hears why the last one failed

@@ -15,11 +15,15 @@ async def adapt_strategy(run: Run, goal: str, task: str) -> Node:
 
 
 async def react_strategy(run: Run, goal: str, task: str) -> Node:
-    """The executor alone, with a step budget of ``max_steps x d_max`` (as the paper)."""
+    """The executor alone, with a step budget of ``max_steps x d_max`` (as the paper); with a
+    model cascade, each model in turn until one succeeds (``attempt N`` children)."""
     root = await run.new_node(kind="task", goal=goal, depth=1)
     base = run.config.executor.max_steps or run.env.default_max_steps
     controller = AdaptController(run)
     options = ExecuteOptions(max_steps=base * run.config.d_max)
-    result = await controller.try_executor(root, task, options)
+    if len(run.executor_models) > 1:  # a cascade: each model in turn, as attempt children
+        result = await controller.escalate(root, task, 0, options)
+    else:
+        result = await controller.try_executor(root, task, options)
     await controller.finish(root, result.success)
     return root

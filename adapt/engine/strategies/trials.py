@@ -8,7 +8,7 @@ Tree shape: a root ``group`` node (logic ``or``, depth 1, never executed)
   created one at a time (at most ``d_max``) and the loop stops at the first success, so the
   tree holds only trials that ran. Before every trial after the first (``run_task`` reset the
   environment for trial 1) the environment is reset to the task's start
-  (``env.reset(**run.env_config)``) and the propagated context is cleared.
+  (``start_episode(run.env, run.env_config)``, the validated config) and the propagated context is cleared.
 """
 
 from __future__ import annotations
@@ -18,6 +18,7 @@ from adapt.engine.prompts import render, require_template, trajectory_line
 from adapt.engine.runtime import Run
 from adapt.engine.strategies.controller import AdaptController
 from adapt.engine.tree import Node, Step
+from adapt.envs.base import start_episode
 from adapt.llm.base import ChatRequest
 
 #: executor temperature for ``try_again`` trials after the first (Appendix A)
@@ -30,7 +31,7 @@ REFLECTION_MAX_TOKENS = 256
 
 def _reset_for_trial(run: Run) -> None:
     """Back to the task's start: fresh episode, no propagated state from earlier trials."""
-    run.env.reset(**run.env_config)
+    start_episode(run.env, run.env_config)
     run.episode_done = False
     run.context = None
 

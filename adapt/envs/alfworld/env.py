@@ -27,14 +27,13 @@ import re
 from importlib import resources
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from adapt.envs.alfworld.commands import DEFAULT_CUTOFF, near_miss, normalise
 from adapt.envs.alfworld.config import ALFWorldConfig
 from adapt.envs.alfworld.game import Game, task_sentence
 from adapt.envs.alfworld.games import resolve
 from adapt.envs.base import BaseEnvironment, StepResult
-from adapt.envs.registry import format_validation_errors
 from adapt.envs.verification import UNKNOWN, Verification, same_goal
 from adapt.errors import InvalidConfig, UserError
 
@@ -108,13 +107,8 @@ class ALFWorld(BaseEnvironment):
         self._log: list[str] = []
 
     # -- episode -------------------------------------------------------------------------------
-    def reset(self, **config: Any) -> str:
-        try:
-            cfg = ALFWorldConfig.model_validate(config)
-        except ValidationError as exc:
-            raise InvalidConfig(
-                f"alfworld: invalid environment_config: {format_validation_errors(exc)}"
-            ) from None
+    def start(self, cfg: ALFWorldConfig) -> str:
+        """Start an episode from a validated config (``reset(**config)`` validates first)."""
         game = resolve(cfg)
         self._engine.load(game.document())
         intro = self._engine.reset()

@@ -17,15 +17,15 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any, ClassVar
+from typing import ClassVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from adapt.envs.base import BaseEnvironment, StepResult
 from adapt.envs.calculator.arithmetic import CalculationError, evaluate, format_number, normalize
 from adapt.envs.calculator.config import CalculatorConfig
 from adapt.envs.calculator.problems import PROBLEMS, Problem
-from adapt.errors import InvalidConfig, UserError
+from adapt.errors import UserError
 
 TOLERANCE = 1e-6
 CORRECT = "Correct answer."
@@ -71,15 +71,8 @@ class Calculator(BaseEnvironment):
         self._history: list[str] = []
 
     # -- episode -------------------------------------------------------------------------------
-    def reset(self, **config: Any) -> str:
-        try:
-            cfg = CalculatorConfig.model_validate(config)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}"
-                for e in exc.errors()
-            )
-            raise InvalidConfig(f"calculator: invalid environment_config: {problems}") from None
+    def start(self, cfg: CalculatorConfig) -> str:
+        """Start an episode from a validated config (``reset(**config)`` validates first)."""
         if cfg.question is not None and cfg.answer is not None:
             self._problem = Problem(cfg.question.strip(), cfg.answer)
         elif cfg.seed is not None:

@@ -31,7 +31,7 @@ from collections import deque
 from pathlib import Path
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from adapt.envs.base import BaseEnvironment, StepResult
 from adapt.envs.intercode_bash.changes import lookup, parse_status, status, status_text
@@ -40,8 +40,7 @@ from adapt.envs.intercode_bash.layers import Layers, default_cache_dir, load_pre
 from adapt.envs.intercode_bash.reward import reward as intercode_reward
 from adapt.envs.intercode_bash.sandbox import DEFAULT_TIMEOUT, CommandResult, Sandbox
 from adapt.envs.intercode_bash.settings import BashSettings
-from adapt.envs.registry import format_validation_errors
-from adapt.errors import InvalidConfig, UserError
+from adapt.errors import UserError
 
 logger = logging.getLogger(__name__)
 
@@ -174,12 +173,8 @@ class InterCodeBash(BaseEnvironment):
         return self._layers[fs]
 
     # -- episode -------------------------------------------------------------------------------
-    def reset(self, **config: Any) -> str:
-        try:
-            cfg = InterCodeBashConfig.model_validate(config)
-        except ValidationError as exc:
-            raise InvalidConfig("intercode_bash: invalid environment_config: "
-                                f"{format_validation_errors(exc)}") from None
+    def start(self, cfg: InterCodeBashConfig) -> str:
+        """Start an episode from a validated config (``reset(**config)`` validates first)."""
         layers = self.layers(cfg.fs)
         if self._sandbox is not None:
             self._sandbox.close()

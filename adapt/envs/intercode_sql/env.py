@@ -42,12 +42,13 @@ import re
 from collections.abc import Sequence
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from adapt.envs.base import BaseEnvironment, StepResult
 from adapt.envs.intercode_sql.config import InterCodeSQLConfig
 from adapt.envs.intercode_sql.loader import Connection, connect, pymysql_module
 from adapt.envs.intercode_sql.reward import reward as intercode_reward
+from adapt.envs.intercode_sql.settings import SQLSettings
 from adapt.envs.verification import UNKNOWN, Verification, reward_verification, same_goal
 from adapt.errors import InvalidConfig, UserError
 
@@ -157,6 +158,8 @@ class InterCodeSQL(BaseEnvironment):
     }
     #: sent by the engine when the turn limit ends a run before the episode did
     final_action: ClassVar[str | None] = "submit"
+    #: the environment's own settings (``ADAPT_SQL_*``)
+    settings_model: ClassVar[type[SQLSettings]] = SQLSettings
 
     def __init__(
         self,
@@ -188,15 +191,13 @@ class InterCodeSQL(BaseEnvironment):
     def _resolve(self) -> tuple[str, int, str, str, float]:
         """Connection parameters; those not given to the constructor come from the settings."""
         if None in (self._host, self._port, self._user, self._password, self._statement_timeout):
-            from adapt.settings import get_settings
-
-            s = get_settings()
-            self._host = s.sql_host if self._host is None else self._host
-            self._port = s.sql_port if self._port is None else self._port
-            self._user = s.sql_agent_user if self._user is None else self._user
-            self._password = s.sql_agent_password if self._password is None else self._password
+            s = self.settings_model()
+            self._host = s.host if self._host is None else self._host
+            self._port = s.port if self._port is None else self._port
+            self._user = s.agent_user if self._user is None else self._user
+            self._password = s.agent_password if self._password is None else self._password
             if self._statement_timeout is None:
-                self._statement_timeout = s.sql_statement_timeout_seconds
+                self._statement_timeout = s.statement_timeout_seconds
         assert self._host is not None and self._port is not None
         assert self._user is not None and self._password is not None
         assert self._statement_timeout is not None
@@ -245,15 +246,8 @@ class InterCodeSQL(BaseEnvironment):
             logger.debug("intercode_sql: could not kill thread %s: %s", thread_id, exc)
 
     # -- episode -------------------------------------------------------------------------------
-    def reset(self, **config: Any) -> str:
-        try:
-            cfg = InterCodeSQLConfig.model_validate(config)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}"
-                for e in exc.errors()
-            )
-            raise InvalidConfig(f"intercode_sql: invalid environment_config: {problems}") from None
+    def start(self, cfg: InterCodeSQLConfig) -> str:
+        """Start an episode from a validated config (``reset(**config)`` validates first)."""
         pymysql = pymysql_module()
         conn = self._connection()
         try:

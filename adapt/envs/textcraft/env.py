@@ -30,7 +30,7 @@ import re
 from importlib import resources
 from typing import Any, ClassVar
 
-from pydantic import BaseModel, ValidationError
+from pydantic import BaseModel
 
 from adapt.envs.base import BaseEnvironment, StepResult
 from adapt.envs.textcraft.book import RecipeBook, load_book
@@ -95,15 +95,8 @@ class TextCraft(BaseEnvironment):
         self._prompts = "default"
 
     # -- episode -------------------------------------------------------------------------------
-    def reset(self, **config: Any) -> str:
-        try:
-            cfg = TextCraftConfig.model_validate(config)
-        except ValidationError as exc:
-            problems = "; ".join(
-                f"{'.'.join(str(p) for p in e['loc']) or 'config'}: {e['msg']}"
-                for e in exc.errors()
-            )
-            raise InvalidConfig(f"textcraft: invalid environment_config: {problems}") from None
+    def start(self, cfg: TextCraftConfig) -> str:
+        """Start an episode from a validated config (``reset(**config)`` validates first)."""
         if cfg.seed is not None:
             game = game_for_seed(self._book, cfg.seed)
         elif cfg.goal is None:  # pragma: no cover - the config model requires seed or goal

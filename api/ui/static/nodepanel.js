@@ -125,6 +125,7 @@ export async function renderNodePanel(container, taskId, nodeId, { onClose, sign
       ["depth", String(node.depth)],
       ["executor claim", fmtBool(claimOf(node))],
       ...(verdict !== null ? [["verified", verdict]] : []),
+      ...(node.evidence ? [["evidence", node.evidence]] : []),
       ["success", fmtBool(node.success)],
       ["reward", fmtReward(node.reward)],
       ["termination", node.termination ?? "–"],

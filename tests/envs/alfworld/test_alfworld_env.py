@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("adapt.envs.alfworld", reason="needs the alfworld extra: "
+pytest.importorskip("adapt.envs.alfworld", exc_type=ImportError, reason="needs the alfworld extra: "
                     "pip install -e '.[alfworld]'")
 
 from adapt.envs import registry

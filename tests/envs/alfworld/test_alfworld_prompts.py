@@ -7,7 +7,7 @@ import string
 
 import pytest
 
-pytest.importorskip("adapt.envs.alfworld", reason="needs the alfworld extra: "
+pytest.importorskip("adapt.envs.alfworld", exc_type=ImportError, reason="needs the alfworld extra: "
                     "pip install -e '.[alfworld]'")
 
 from adapt.engine.planning.parse import parse_plan

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import pytest
 
-pytest.importorskip("adapt.envs.alfworld", reason="needs the alfworld extra: "
+pytest.importorskip("adapt.envs.alfworld", exc_type=ImportError, reason="needs the alfworld extra: "
                     "pip install -e '.[alfworld]'")
 
 from adapt.engine import MemorySink, RunConfig, run_task

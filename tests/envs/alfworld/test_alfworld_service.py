@@ -8,7 +8,7 @@ import re
 import httpx
 import pytest
 
-pytest.importorskip("adapt.envs.alfworld", reason="needs the alfworld extra: "
+pytest.importorskip("adapt.envs.alfworld", exc_type=ImportError, reason="needs the alfworld extra: "
                     "pip install -e '.[alfworld]'")
 pytest.importorskip("workers.dispatchers")
 

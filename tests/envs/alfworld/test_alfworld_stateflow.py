@@ -7,7 +7,7 @@ import re
 
 import pytest
 
-pytest.importorskip("adapt.envs.alfworld", reason="needs the alfworld extra: "
+pytest.importorskip("adapt.envs.alfworld", exc_type=ImportError, reason="needs the alfworld extra: "
                     "pip install -e '.[alfworld]'")
 
 from adapt.engine import MemorySink, RunConfig, run_task

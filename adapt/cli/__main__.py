@@ -1,0 +1,5 @@
+"""``python -m adapt.cli``: the ``adapt`` command."""
+
+from adapt.cli import main
+
+main()

@@ -1,0 +1,152 @@
+"""``adapt run``, ``adapt envs`` and ``adapt sim-server``: local runs, no server or database."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+from pathlib import Path
+from typing import Annotated, Any
+
+import typer
+from pydantic import ValidationError
+from rich.console import Console
+
+from adapt.cli.support import err, fail, setup_logging, validation_message
+from adapt.errors import UserError
+
+
+def _read_spec(value: str) -> str:
+    """``--spec``: a built-in agent's name, or the path of a spec file (its text)."""
+    path = Path(value)
+    if path.suffix in (".lisp", ".sexp", ".yaml", ".yml") or path.is_file():
+        try:
+            return path.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise UserError(f"cannot read the spec file {value!r}: {exc.strerror}") from None
+    return value
+
+
+def _goal_into_config(env: str, env_config: dict[str, Any], goal: str | None) -> dict[str, Any]:
+    """``adapt run "craft beehive"``: an environment that can build a game from a goal (a
+    ``goal`` config field) gets it there when the config names no game itself."""
+    from adapt.envs import registry
+
+    if not goal or env_config.get("goal") or "seed" in env_config:
+        return env_config
+    try:
+        fields = registry.get(env).config_model.model_fields
+    except UserError:
+        return env_config  # run_local reports the unknown environment
+    return {**env_config, "goal": goal} if "goal" in fields else env_config
+
+
+def run(
+    goal: Annotated[str | None, typer.Argument(help="Goal; default: the environment's.")] = None,
+    env: Annotated[str, typer.Option("--env", help="Environment name (see `adapt envs`).")] = (
+        "textcraft"
+    ),
+    config: Annotated[str | None, typer.Option(
+        "--config", help='Environment config as JSON, e.g. \'{"seed": 5}\'.')] = None,
+    strategy: Annotated[str, typer.Option(help="adapt | react | ...")] = "adapt",
+    d_max: Annotated[int, typer.Option(
+        "--d-max", help="Maximum decomposition depth (RunConfig.d_max; 1..8).")] = 3,
+    model: Annotated[str | None, typer.Option(
+        help="Model spec for both roles, e.g. openai:gpt-4o-mini, "
+        "'sim:textcraft?capability=1'.")] = None,
+    executor_model: Annotated[str | None, typer.Option("--executor-model")] = None,
+    planner_model: Annotated[str | None, typer.Option("--planner-model")] = None,
+    executor: Annotated[str, typer.Option(
+        "--executor", help="Executor design: react | stateact | stateflow | spec.")] = "react",
+    spec: Annotated[str | None, typer.Option(
+        "--spec", help="For --executor spec: a built-in agent (react, rewoo, reflexion, cot, "
+        "direct, pass) or a spec file (s-expression or YAML).")] = None,
+    max_steps: Annotated[int | None, typer.Option("--max-steps", min=1,
+                                                  help="Executor LLM calls per run.")] = None,
+    monitor: Annotated[bool | None, typer.Option(
+        "--monitor/--no-monitor",
+        help="The decoding monitor on the executor's and planner's output (default: on; off "
+        "under --profile paper).")] = None,
+    profile: Annotated[str, typer.Option(
+        "--profile", help="default | paper (the published protocols: prompts, step and token "
+        "limits, no decoding monitor; options given here win).")] = "default",
+    as_json: Annotated[bool, typer.Option("--json", help="Print the whole tree as JSON.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
+) -> None:
+    """Run one task locally (no server, no database) and show the tree as it grows."""
+    from adapt.engine import MemorySink, RunConfig
+    from adapt.liveview import LiveTreeSink, render_summary
+    from adapt.settings import get_settings
+    from adapt.standalone import load_models, parse_config_json, run_local
+
+    setup_logging(verbose)
+    try:
+        settings = get_settings()
+        env_config = parse_config_json(config)
+        run_config = RunConfig.model_validate({
+            "strategy": strategy, "d_max": d_max, "profile": profile,
+            "executor": {"kind": executor,
+                         **({"max_steps": max_steps} if max_steps is not None else {}),
+                         **({"spec": _read_spec(spec)} if spec else {})},
+            "monitor": {} if monitor is None else {"enabled": monitor}})
+        models = load_models(settings, model=model, executor_model=executor_model,
+                             planner_model=planner_model)
+    except ValidationError as exc:
+        fail(validation_message(exc))
+    except UserError as exc:
+        fail(str(exc))
+    if models.notice:
+        err.print(f"[yellow]note:[/] {models.notice}")
+
+    env_config = _goal_into_config(env, env_config, goal)
+    out = Console()
+    title = f"{env} · {strategy} · d_max {d_max} · profile {profile}"
+    try:
+        if as_json:
+            sink = MemorySink()
+            result = asyncio.run(run_local(env, env_config, run_config, models, goal=goal,
+                                           sink=sink))
+            payload = sink.tree(with_steps=True, with_calls=True)
+            payload["models"] = models.describe()
+            payload["environment"] = {"name": env, "config": env_config}
+            sys.stdout.write(json.dumps(payload, indent=2) + "\n")
+        else:
+            with LiveTreeSink(out, title) as live:
+                result = asyncio.run(run_local(env, env_config, run_config, models, goal=goal,
+                                               sink=live))
+            out.print()
+            out.rule("result", style="dim")
+            out.print(render_summary(result, models.names()))
+    except UserError as exc:
+        if not as_json:
+            out.print()  # end the live view's last line before the error
+        fail(str(exc))
+    raise typer.Exit(0 if result.status == "succeeded" else 1)
+
+
+def envs() -> None:
+    """List the registered environments."""
+    from adapt.envs import registry
+
+    out = Console()
+    for info in registry.describe():
+        out.print(f"[bold]{info.name}[/]  {info.description}")
+        out.print(f"  config schema: {json.dumps(info.config_schema.get('properties', {}))}",
+                  style="dim")
+
+
+def sim_server(
+    port: Annotated[int, typer.Option(min=1, max=65535)] = 8001,
+    host: Annotated[str, typer.Option()] = "127.0.0.1",
+    latency: Annotated[float, typer.Option(min=0.0, help="Seconds added to every request.")] = 0.0,
+    error_rate: Annotated[float, typer.Option("--error-rate", min=0.0, max=1.0,
+                                              help="Share of requests answered 429/500.")] = 0.0,
+    seed: Annotated[int, typer.Option()] = 0,
+) -> None:
+    """Serve the simulated models over an OpenAI-compatible HTTP API."""
+    from adapt.sim.server import serve
+
+    setup_logging(False)
+    err.print(f"[yellow]SIMULATED[/] models on http://{host}:{port}/v1 "
+              f"(latency {latency:g}s, error rate {error_rate:g})")
+    serve(host=host, port=port, latency=latency, error_rate=error_rate, seed=seed)

@@ -1,0 +1,1 @@
+"""The revisions (Alembic skips this file)."""

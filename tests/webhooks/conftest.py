@@ -1,0 +1,47 @@
+"""A real receiver process on loopback for the webhook tests."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@dataclass
+class Receiver:
+    url: str
+    log: Path
+    proc: subprocess.Popen[str]
+
+    def requests(self) -> list[dict[str, Any]]:
+        if not self.log.exists():
+            return []
+        return [json.loads(line) for line in self.log.read_text().splitlines() if line]
+
+
+@pytest.fixture
+def receiver(tmp_path: Path) -> Iterator[Callable[..., Receiver]]:
+    started: list[Receiver] = []
+
+    def start(*args: str) -> Receiver:
+        log = tmp_path / f"received-{len(started)}.jsonl"
+        proc = subprocess.Popen([sys.executable, "-m", "tests.webhooks.receiver", str(log),
+                                 *args], cwd=ROOT, stdout=subprocess.PIPE, text=True)
+        assert proc.stdout is not None
+        port = int(proc.stdout.readline())
+        r = Receiver(f"http://127.0.0.1:{port}/hooks", log, proc)
+        started.append(r)
+        return r
+
+    yield start
+    for r in started:
+        r.proc.terminate()
+        r.proc.wait(10)

@@ -1,0 +1,59 @@
+"""A webhook receiver, run as its own process by the tests: answers POSTs and appends each
+request (headers, body) as one JSON line to a file.
+
+    python -m tests.webhooks.receiver LOG [--fail-first N] [--hang SECONDS]
+
+Prints its port on the first line of stdout once it listens on 127.0.0.1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import json
+import sys
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("log")
+    parser.add_argument("--fail-first", type=int, default=0)
+    parser.add_argument("--hang", type=float, default=0.0)
+    args = parser.parse_args()
+    lock = threading.Lock()
+    seen = [0]
+
+    class Handler(BaseHTTPRequestHandler):
+        def do_POST(self) -> None:
+            body = self.rfile.read(int(self.headers.get("content-length") or 0))
+            with lock:
+                seen[0] += 1
+                n = seen[0]
+                status = 500 if n <= args.fail_first else 200
+                with open(args.log, "a", encoding="utf-8") as f:
+                    f.write(json.dumps({"n": n, "status": status, "at": time.time(),
+                                        "headers": {k.lower(): v for k, v in
+                                                    self.headers.items()},
+                                        "body": body.decode("utf-8")}) + "\n")
+            if args.hang:
+                time.sleep(args.hang)
+            self.send_response(status)
+            self.send_header("content-length", "0")
+            self.end_headers()
+
+        def log_message(self, format: str, *a: object) -> None:
+            return
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server.daemon_threads = True
+    print(server.server_address[1], flush=True)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.serve_forever()
+    sys.exit(0)
+
+
+if __name__ == "__main__":
+    main()
