@@ -191,8 +191,13 @@ LIVENESS_BEATS = 3
 
 async def _beat(ctx: ServiceContext) -> None:
     if ctx.running:
+        # only attempts claimed before the renewal started can be judged by its answer: one
+        # claimed while it was in flight is missing from it although its lease is fresh
+        before = dict(ctx.running)
         owned = await renew_all(ctx)
-        for task_id, (attempt, runner) in list(ctx.running.items()):
+        for task_id, (attempt, runner) in before.items():
+            if ctx.running.get(task_id) != (attempt, runner):
+                continue  # finished or restarted meanwhile
             if owned.get(task_id) != attempt and not runner.done():
                 log.warning("task %s: attempt %d lost its lease; stopping it", task_id, attempt)
                 runner.cancel()

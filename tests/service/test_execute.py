@@ -186,3 +186,40 @@ async def test_prompts_are_not_stored_when_disabled(database_url: str) -> None:
     assert rows and all(r.prompt is None and r.completion for r in rows)
     assert all(len(r.request_fingerprint) == 64 for r in rows)
     await ctx.aclose()
+
+
+async def test_a_task_claimed_during_a_lease_renewal_is_not_stopped(
+    database_url: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The heartbeat judges only attempts that existed when its renewal started: a task claimed
+    while the renewal was in flight is absent from the renewal's answer, yet its lease is
+    fresh (under load this stopped new tasks, which then waited for their lease to expire)."""
+    import adapt.service.execute as execute_module
+
+    slow = Counting(from_spec(SIM), hang_after=1)
+    ctx = make_ctx(database_url, "w1", slow, heartbeat_seconds=0.05)
+    renewing, claimed = asyncio.Event(), asyncio.Event()
+    real_renew = execute_module.task_rows.renew_leases
+
+    async def renew_while_a_claim_lands(*args: object, **kwargs: object) -> dict[str, int]:
+        owned = await real_renew(*args, **kwargs)  # type: ignore[arg-type]
+        renewing.set()
+        await claimed.wait()  # the claim below commits after this renewal's UPDATE
+        return owned
+
+    first = await insert_task(ctx.sessions)
+    monkeypatch.setattr(execute_module.task_rows, "renew_leases", renew_while_a_claim_lands)
+    run1 = asyncio.create_task(execute_task(ctx, first))
+    await asyncio.wait_for(renewing.wait(), 10)
+    second = await insert_task(ctx.sessions, config={"seed": 5})
+    run2 = asyncio.create_task(execute_task(ctx, second))
+    while second not in ctx.running:
+        await asyncio.sleep(0.005)
+    claimed.set()
+    await asyncio.sleep(0.3)  # several beats, each would have stopped the second attempt
+    monkeypatch.setattr(execute_module.task_rows, "renew_leases", real_renew)
+    assert not run2.done(), "the fresh attempt was stopped as if its lease were lost"
+    for run in (run1, run2):
+        run.cancel()
+    await asyncio.gather(run1, run2, return_exceptions=True)
+    await ctx.aclose()
