@@ -21,6 +21,8 @@ class AdaptError(Exception):
 
 
 # -- errors the model should see -------------------------------------------------------------
+
+
 class ModelVisibleError(AdaptError):
     """A model output the engine cannot use: recorded, and the run goes on."""
 
@@ -30,6 +32,8 @@ class LogicSyntaxError(ModelVisibleError, ValueError):
 
 
 # -- budget errors: end the branch -----------------------------------------------------------
+
+
 class BudgetError(AdaptError):
     """A per-task budget is exhausted."""
 
@@ -45,6 +49,8 @@ class CancelledByUser(AdaptError):
 
 
 # -- user errors: misconfiguration -----------------------------------------------------------
+
+
 class UserError(AdaptError):
     """A mistake in what the user asked for; the message says how to fix it."""
 
@@ -74,7 +80,60 @@ class RealModelRefused(UserError):
     """The guard refused to send a request to a non-local LLM endpoint."""
 
 
+class GrammarError(UserError):
+    """A malformed GBNF grammar (with the position and what was expected)."""
+
+
+class EndpointNotAllowed(ModelSpecError):
+    """A model spec names a base URL the operator did not allow."""
+
+
+class PathNotAllowed(UserError):
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        super().__init__(message)
+
+
+class SubmissionInvalid(UserError):
+    """One field of a submission is invalid; ``field`` is its dotted path in the request."""
+
+    def __init__(self, field: str, message: str) -> None:
+        self.field = field
+        self.message = message
+        super().__init__(f"{field}: {message}")
+
+
+class IdempotencyConflict(UserError):
+    """The idempotency key was already used for a different request."""
+
+    def __init__(self, key: str, task_id: str) -> None:
+        self.key = key
+        self.task_id = task_id
+        super().__init__(
+            f"Idempotency-Key {key!r} was already used for a different request (task "
+            f"{task_id}); reuse a key only to retry the identical request, or send a new key"
+        )
+
+
+class RateLimited(UserError):
+    """The tenant has too many active tasks or submitted too many in the last minute."""
+
+    def __init__(self, message: str, retry_after: int) -> None:
+        self.retry_after = retry_after
+        super().__init__(message)
+
+
+class InvalidCursor(UserError):
+    """A pagination cursor that this server did not hand out."""
+
+
+class WebhookUrlRefused(UserError):
+    """A webhook URL is malformed or points where this server may not send."""
+
+
 # -- provider errors -------------------------------------------------------------------------
+
+
 class ProviderError(AdaptError):
     """The LLM provider failed (after retries). ``retryable``: a transient failure (429, 5xx,
     timeout, connection); ``retry_after``: the seconds the provider asked to wait, if it said."""
@@ -88,6 +147,8 @@ class ProviderError(AdaptError):
 
 
 # -- interruptions: the attempt stops, the task is resumed later --------------------------------
+
+
 class TaskInterrupted(AdaptError):
     """Stop this attempt without finishing the task (not caught by the engine)."""
 
@@ -109,5 +170,15 @@ class ReplayDivergence(AdaptError):
 
 
 # -- service errors ----------------------------------------------------------------------------
+
+
 class LeaseLost(AdaptError):
     """Another attempt owns the task now; this attempt's writes are refused."""
+
+
+class NotResumable(AdaptError):
+    """The task finished for good; the message says why."""
+
+
+class TaskGone(AdaptError, LookupError):
+    """The task row does not exist (or the condition on it failed)."""

@@ -153,21 +153,24 @@ def validation_problem(request: Request, exc: RequestValidationError) -> dict[st
 
 # -- handlers -----------------------------------------------------------------------------------
 async def _problem_handler(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, ProblemError)
+    if not isinstance(exc, ProblemError):  # registered for that class only
+        raise exc
     return problem_response(exc.status, exc.detail, slug=exc.slug, title=exc.title,
                             errors=exc.errors, headers=exc.headers, extra=exc.extra,
                             instance=request.url.path)
 
 
 async def _validation_handler(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, RequestValidationError)
+    if not isinstance(exc, RequestValidationError):  # registered for that class only
+        raise exc
     body = validation_problem(request, exc)
     body["instance"] = request.url.path
     return JSONResponse(body, status_code=int(body["status"]), media_type=PROBLEM_JSON)
 
 
 async def _http_handler(request: Request, exc: Exception) -> JSONResponse:
-    assert isinstance(exc, StarletteHTTPException)
+    if not isinstance(exc, StarletteHTTPException):  # registered for that class only
+        raise exc
     detail = exc.detail if isinstance(exc.detail, str) else HTTPStatus(exc.status_code).phrase
     if exc.status_code == 404 and detail == "Not Found":
         detail = f"no route {request.url.path}; see /docs for the API"

@@ -87,5 +87,6 @@ def make_dispatcher(
             return runner
         runner.start_nowait()
         return runner
-    assert settings.broker_url is not None
+    if settings.broker_url is None:
+        raise RuntimeError("Celery dispatch needs ADAPT_BROKER_URL")
     return CeleryDispatcher(settings.broker_url, queue=settings.celery_queue)

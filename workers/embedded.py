@@ -93,7 +93,8 @@ class EmbeddedRunner:
         task.add_done_callback(forget)
 
     async def _run(self, task_id: str) -> str | None:
-        assert self._sem is not None
+        if self._sem is None:
+            raise RuntimeError("EmbeddedRunner is not started")
         async with self._sem:
             try:
                 return await execute_task(self.ctx, task_id)

@@ -137,7 +137,8 @@ class WorkerRuntime:
                 await self._redispatch(task_id)
             return None
         me = asyncio.current_task()
-        assert me is not None
+        if me is None:
+            raise RuntimeError("run() must be awaited inside an asyncio task")
         self._inflight[me] = task_id
         try:
             return await execute_task(self.ctx, task_id)

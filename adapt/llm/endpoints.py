@@ -14,6 +14,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from urllib.parse import urlsplit
 
+from adapt.errors import EndpointNotAllowed as EndpointNotAllowed
 from adapt.errors import ModelSpecError
 from adapt.llm.guard import is_loopback
 
@@ -42,6 +43,8 @@ def normalize_base_url(url: str) -> str:
 
 
 @dataclass(frozen=True)
+
+
 class Endpoint:
     """One allowed base URL and the key configured for it (``None``: no key is sent)."""
 
@@ -56,11 +59,9 @@ class Endpoint:
         object.__setattr__(self, "base_url", normalize_base_url(self.base_url))
 
 
-class EndpointNotAllowed(ModelSpecError):
-    """A model spec names a base URL the operator did not allow."""
-
-
 @dataclass(frozen=True)
+
+
 class EndpointList:
     """The allowed endpoints; ``default`` (a name) serves specs that name no base URL."""
 

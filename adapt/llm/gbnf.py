@@ -18,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from adapt.errors import UserError
+from adapt.errors import GrammarError as GrammarError
 
 _NAME = re.compile(r"[a-zA-Z0-9-]+")
 _RULE_START = re.compile(r"[a-zA-Z0-9-]+\s*::=")
@@ -27,11 +27,9 @@ _ESCAPES = {"n": "\n", "r": "\r", "t": "\t", "\\": "\\", '"': '"', "[": "[", "]"
 _HEX = {"x": 2, "u": 4, "U": 8}
 
 
-class GrammarError(UserError):
-    """A malformed GBNF grammar (with the position and what was expected)."""
-
-
 @dataclass(frozen=True, slots=True)
+
+
 class _Node:
     kind: str  # lit | cls | any | ref | seq | alt | rep
     text: str = ""  # lit: the string; cls: a Python regex class; ref: the rule name
@@ -130,7 +128,8 @@ class _Parser:
                 if not nested and _RULE_START.match(self.text, self.pos):
                     break
                 m = _NAME.match(self.text, self.pos)
-                assert m is not None
+                if m is None:  # _RULE_START matched here, so a name does too
+                    raise GrammarError(f"expected a rule name at {self.pos}")
                 self.refs.append((m.group(0), self.pos))
                 self.pos = m.end()
                 items.append(_Node("ref", m.group(0)))

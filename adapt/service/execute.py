@@ -22,7 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from adapt.engine import RunConfig, run_task
 from adapt.engine.events import FanoutSink, TreeSink
 from adapt.envs import registry
-from adapt.errors import Draining, LeaseLost, ProviderUnavailable, UserError
+from adapt.errors import Draining, LeaseLost, ProviderUnavailable, TaskGone, UserError
 from adapt.llm import ClientPool, Pricing
 from adapt.llm.base import ChatModel, ChatRequest, ChatResponse, Usage
 from adapt.llm.recording import (
@@ -313,7 +313,8 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
     env = None
     try:
         task = await task_rows.load(ctx.sessions, task_id)
-        assert task is not None
+        if task is None:
+            raise TaskGone(f"task {task_id} no longer exists")
         recording, skip = await _load_replay(ctx, task_id)
         config = RunConfig.model_validate(task.run_config)
         env = registry.create(task.environment)

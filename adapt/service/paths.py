@@ -10,16 +10,10 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from adapt.errors import UserError
+from adapt.errors import PathNotAllowed as PathNotAllowed
 
 #: put in a config field's ``json_schema_extra`` to mark it as naming a server path
 SERVER_PATH: dict[str, Any] = {"server_path": True}
-
-
-class PathNotAllowed(UserError):
-    def __init__(self, field: str, message: str) -> None:
-        self.field = field
-        super().__init__(message)
 
 
 def server_path_fields(model: type[BaseModel]) -> list[str]:

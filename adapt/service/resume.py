@@ -15,14 +15,11 @@ import logging
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapt.engine.tree import FINAL_STATUSES
+from adapt.errors import NotResumable as NotResumable
 from adapt.store import tasks as task_rows
 from adapt.store.models import Task
 
 log = logging.getLogger(__name__)
-
-
-class NotResumable(Exception):
-    """The task finished for good; the message says why."""
 
 
 def resumable(task: Task) -> bool:

@@ -29,7 +29,10 @@ from adapt.engine.config import RunConfig
 from adapt.engine.profiles import apply_profile
 from adapt.engine.strategies import available_strategies
 from adapt.envs import registry
+from adapt.errors import IdempotencyConflict as IdempotencyConflict
 from adapt.errors import InvalidConfig, UnknownEnvironment, UserError
+from adapt.errors import RateLimited as RateLimited
+from adapt.errors import SubmissionInvalid as SubmissionInvalid
 from adapt.model_factory import ModelChoice, ModelFactory
 from adapt.service.paths import PathNotAllowed, check_server_paths
 from adapt.settings import Settings
@@ -41,42 +44,17 @@ from adapt.webhooks import WEBHOOK_EVENTS, WebhookPolicy, WebhookUrlRefused
 log = logging.getLogger(__name__)
 
 
-class SubmissionInvalid(UserError):
-    """One field of a submission is invalid; ``field`` is its dotted path in the request."""
-
-    def __init__(self, field: str, message: str) -> None:
-        self.field = field
-        self.message = message
-        super().__init__(f"{field}: {message}")
-
-
-class IdempotencyConflict(UserError):
-    """The idempotency key was already used for a different request."""
-
-    def __init__(self, key: str, task_id: str) -> None:
-        self.key = key
-        self.task_id = task_id
-        super().__init__(
-            f"Idempotency-Key {key!r} was already used for a different request (task "
-            f"{task_id}); reuse a key only to retry the identical request, or send a new key"
-        )
-
-
-class RateLimited(UserError):
-    """The tenant has too many active tasks or submitted too many in the last minute."""
-
-    def __init__(self, message: str, retry_after: int) -> None:
-        self.retry_after = retry_after
-        super().__init__(message)
-
-
 @dataclass(frozen=True)
+
+
 class WebhookRequest:
     url: str
     events: tuple[str, ...] = ("task.finished",)
 
 
 @dataclass(frozen=True)
+
+
 class Submission:
     """What a user asks for, already type-checked (e.g. by the API's request model)."""
 
@@ -91,6 +69,8 @@ class Submission:
 
 
 @dataclass(frozen=True)
+
+
 class Submitted:
     task: Task
     created: bool  # False: an idempotent replay returned the task created earlier

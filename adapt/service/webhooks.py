@@ -126,7 +126,8 @@ class WebhookSender:
         return len(due)
 
     async def _send(self, d: store.Claimed) -> None:
-        assert self._client is not None
+        if self._client is None:
+            raise RuntimeError("the webhook sender is not running")
         body = json.dumps(d.body, separators=(",", ":"), ensure_ascii=False).encode()
         started = time.monotonic()
         status: int | None = None

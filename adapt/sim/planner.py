@@ -61,7 +61,8 @@ def _draft(
         crafts = 1
         command_text = f"craft {yield_count} {item} using {_ingredient_list(spec)}"
     else:
-        assert recipe is not None
+        if recipe is None:
+            raise ValueError(f"no recipe makes {item!r}")
         spec = recipe.ingredients
         yield_count = recipe.count
         need = max(goal.count - inventory[item], 0)

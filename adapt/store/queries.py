@@ -19,7 +19,7 @@ from sqlalchemy import Float, and_, case, cast, func, or_, select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapt.engine.tree import FINAL_STATUSES, TASK_STATUSES
-from adapt.errors import UserError
+from adapt.errors import InvalidCursor as InvalidCursor
 from adapt.store.models import EventRow, LLMCallRow, NodeRow, StepRow, Task
 from adapt.store.workers import live_workers
 
@@ -27,10 +27,6 @@ from adapt.store.workers import live_workers
 LATENCY_BUCKETS: tuple[float, ...] = (0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
 #: upper bounds (seconds) of the task wall-time histogram
 WALL_BUCKETS: tuple[float, ...] = (1.0, 5.0, 15.0, 60.0, 300.0, 900.0, 3600.0)
-
-
-class InvalidCursor(UserError):
-    """A pagination cursor that this server did not hand out."""
 
 
 # -- tasks ----------------------------------------------------------------------------------
@@ -70,6 +66,8 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
 
 
 @dataclass
+
+
 class TaskPage:
     items: list[Task]
     next_cursor: str | None
@@ -153,6 +151,8 @@ async def node_calls(session: AsyncSession, task_id: str, node_id: int) -> Seque
 
 # -- events ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
+
+
 class TaskProgress:
     status: str
     last_seq: int
@@ -185,6 +185,8 @@ async def events_after(
 
 # -- metrics --------------------------------------------------------------------------------
 @dataclass
+
+
 class Histogram:
     buckets: list[tuple[float, int]]  # (upper bound, cumulative count), +Inf excluded
     count: int
@@ -192,6 +194,8 @@ class Histogram:
 
 
 @dataclass
+
+
 class MetricsSnapshot:
     tasks_by_status: dict[str, int] = field(default_factory=dict)
     cancel_requested: int = 0

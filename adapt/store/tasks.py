@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine.events import EventType, FinishedData, ResumedData
 from adapt.engine.tree import FINAL_STATUSES
+from adapt.errors import TaskGone as TaskGone
 from adapt.store.models import EventRow, LLMCallRow, NodeRow, Task, utcnow
 from adapt.store.text import storable
 
@@ -42,10 +43,6 @@ SWEEP_LIMIT = 500
 #: more writes a caller needs in the same transaction as a task's transition (e.g. the
 #: webhook deliveries of its end: both or neither are stored)
 Also = Callable[[AsyncSession], Awaitable[None]]
-
-
-class TaskGone(LookupError):
-    """The task row does not exist (or the condition on it failed)."""
 
 
 # -- the event log --------------------------------------------------------------------------

@@ -17,14 +17,10 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from urllib.parse import urlsplit
 
-from adapt.errors import UserError
+from adapt.errors import WebhookUrlRefused as WebhookUrlRefused
 
 IPAddress = ipaddress.IPv4Address | ipaddress.IPv6Address
 IPNetwork = ipaddress.IPv4Network | ipaddress.IPv6Network
-
-
-class WebhookUrlRefused(UserError):
-    """A webhook URL is malformed or points where this server may not send."""
 
 
 def _public(address: IPAddress) -> bool:
@@ -34,6 +30,8 @@ def _public(address: IPAddress) -> bool:
 
 
 @dataclass(frozen=True)
+
+
 class WebhookPolicy:
     #: networks and host names allowed even though they are not public (operator's choice)
     allowed: Sequence[str] = ()

@@ -182,7 +182,8 @@ def resolve(config: ALFWorldConfig) -> Game:
         return generate(config.seed, config.task_type, config.scene)
     if config.game_path is not None:
         return load_game_file(config.game_path)
-    assert config.split is not None  # the config model requires one source
+    if config.split is None:  # the config model requires one source
+        raise ValueError("an ALFWorld config needs a seed, a game_path or a split")
     if config.split in GENERATED_SETS:
         return generated_game(config.split, config.index)
     return official_game(config.split, config.index, config.data_dir)

@@ -206,7 +206,8 @@ class InterCodeBash(BaseEnvironment):
         return StepResult(self._execute(cfg, command))
 
     def _execute(self, cfg: InterCodeBashConfig, command: str) -> str:
-        assert self._sandbox is not None
+        if self._sandbox is None:
+            raise RuntimeError("intercode_bash: step() before reset()")
         result = self._sandbox.run(command)
         self._last_output = TIMED_OUT if result.timed_out else result.text
         self._last_command = " ".join(command.split())
@@ -228,7 +229,8 @@ class InterCodeBash(BaseEnvironment):
 
     def _submit(self, cfg: InterCodeBashConfig) -> StepResult:
         agent_box = self._sandbox
-        assert agent_box is not None
+        if agent_box is None:
+            raise RuntimeError("intercode_bash: submit before reset()")
         self._done = True
         layers = self.layers(cfg.fs)
         gold_box, gold_output = self.run_gold(cfg)

@@ -195,7 +195,8 @@ class Sandbox:
                              truncated=truncated, cwd=new_cwd, seconds=time.monotonic() - t0)
 
     def _collect(self, proc: subprocess.Popen[bytes], t0: float) -> tuple[bytes, bool, bool]:
-        assert proc.stdout is not None
+        if proc.stdout is None:
+            raise RuntimeError("the sandboxed command was started without a stdout pipe")
         chunks: list[bytes] = []
         size = 0
         timed_out = truncated = False

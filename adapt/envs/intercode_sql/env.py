@@ -198,9 +198,9 @@ class InterCodeSQL(BaseEnvironment):
             self._password = s.agent_password if self._password is None else self._password
             if self._statement_timeout is None:
                 self._statement_timeout = s.statement_timeout_seconds
-        assert self._host is not None and self._port is not None
-        assert self._user is not None and self._password is not None
-        assert self._statement_timeout is not None
+        if (self._host is None or self._port is None or self._user is None
+                or self._password is None or self._statement_timeout is None):
+            raise RuntimeError("intercode_sql: the database connection is not configured")
         return self._host, self._port, self._user, self._password, self._statement_timeout
 
     @property
