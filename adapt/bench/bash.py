@@ -11,8 +11,8 @@ SIMULATED in the report::
 
 Designs: ``react`` (ReAct executor), ``stateflow`` (the StateFlow Bash machine), ``stateact``
 (StateAct executor), ``plan_and_execute`` and ``adapt``. Per design and file system the report
-gives success (reward 1.0), mean reward, mean turns, the error rate (share of ``execute[...]``
-actions that failed: non-zero exit status, time limit, invalid action), LLM calls, tokens and
+gives success (reward 1.0), mean reward, mean turns, the error rate (failed ``execute[...]``
+actions -- non-zero exit status, time limit -- and invalid actions, over both), LLM calls, tokens and
 cost, next to the published anchor (InterCode's GPT-3.5 ReAct, 10 turns: 41 of 200).
 
 Each task run gets its own :class:`InterCodeBash` (its own sandbox), closed afterwards; the file
@@ -101,7 +101,7 @@ BENCH: designs.DesignBench[Task, BashTaskRecord, BashBenchEntry] = designs.Desig
     entry_class=BashBenchEntry,
     task_fields=lambda t: {"id": t.id, "fs": t.fs, "question": t.question},
     task_config=lambda t: t.config,
-    error_note="that failed (non-zero exit status, time limit, invalid action)",
+    error_note="that failed (non-zero exit status, time limit)",
     default_designs=tuple(DESIGNS), real_model_required=REAL_MODEL_REQUIRED,
     title_of=bash_title, default_env=_environment, extra_notes=_notes,
 )
@@ -145,8 +145,13 @@ async def run_bash_bench_async(path: str | Path, *, task_set: str = "all",
 
     selected, ran = await BENCH.run(path, selection, options)
     counts = Counter(f"fs{t.fs}" for t in selected)
+    # a given list is named by the task set when it is that set's selection (the CLI passes
+    # its selection, made first to size the progress bar)
+    given = options.get("task_list")
+    custom = given is not None and [t.id for t in given] != [
+        t.id for t in select_bash_tasks(path, task_set, limit)]
     return BashBenchReport(
-        data=str(path), task_set=task_set if options.get("task_list") is None else "custom",
+        data=str(path), task_set="custom" if custom else task_set,
         limit=limit, concurrency=options.get("concurrency", 8), task_count=len(selected),
         simulated=any(m.simulated for m in ran.models),
         tasks_by_fs={f: counts[f] for f in FILE_SYSTEMS if counts[f]}, **ran.report_fields())

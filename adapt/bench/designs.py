@@ -74,6 +74,8 @@ class DesignTaskRecord(BaseModel):
     turns: int
     executes: int
     execute_errors: int
+    #: actions that were neither ``execute[...]`` nor ``submit`` (the environment refused them)
+    invalid_actions: int = 0
     usage: UsageTotals
     wall_seconds: float
     error: str | None = None
@@ -91,7 +93,9 @@ class LevelStats(BaseModel):
     mean_turns: float
     executes: int
     execute_errors: int
-    #: share of execute[...] actions that failed (0 when none ran)
+    invalid_actions: int = 0
+    #: share of the attempted commands that failed: execute[...] actions that failed, and
+    #: invalid actions, over both (0 when there were none)
     error_rate: float
     llm_calls: int
     prompt_tokens: int
@@ -246,7 +250,8 @@ class DesignBench(Generic[T, R, E]):
 
     def notes(self, report: DesignReport) -> list[str]:
         out = ["success = reward 1.0; turns = environment actions per task; error rate = share "
-               f"of execute[...] actions {self.error_note} (elapsed "
+               f"of the commands tried that failed: execute[...] actions {self.error_note}, and "
+               "invalid actions (neither execute[...] nor submit) (elapsed "
                f"{report.elapsed_seconds:.2f} s at concurrency {report.concurrency})",
                *self.extra_notes(report)]
         return [*out, *run_errors(report.entries)]
@@ -270,13 +275,13 @@ class DesignBench(Generic[T, R, E]):
 
 class ActionCounter(MemorySink):
     """A sink that counts a run's environment actions as they happen: all of them, the
-    ``execute[...]`` ones, and those the environment calls failed (asked at once, while its
-    state is that of the step)."""
+    ``execute[...]`` ones and those of them the environment calls failed (asked at once, while
+    its state is that of the step), and the invalid ones (neither a command nor ``submit``)."""
 
     def __init__(self, env: Environment) -> None:
         super().__init__()
         self.env = env
-        self.turns = self.executes = self.failed = 0
+        self.turns = self.executes = self.failed = self.invalid = 0
 
     async def emit(self, event: Event) -> None:
         await super().emit(event)
@@ -285,12 +290,15 @@ class ActionCounter(MemorySink):
             if EXECUTE.fullmatch(event.step.text.strip()):
                 self.executes += 1
                 self.failed += self.env.is_failure(event.step.observation)
+            elif event.step.text.strip().lower() != "submit":
+                self.invalid += 1
 
 
 def level_stats(records: Sequence[DesignTaskRecord]) -> LevelStats:
     n = len(records)
     executes = sum(r.executes for r in records)
     failed = sum(r.execute_errors for r in records)
+    invalid = sum(r.invalid_actions for r in records)
     return LevelStats(
         tasks=n,
         successes=sum(r.solved for r in records),
@@ -299,7 +307,8 @@ def level_stats(records: Sequence[DesignTaskRecord]) -> LevelStats:
         mean_turns=rate(sum(r.turns for r in records), n),
         executes=executes,
         execute_errors=failed,
-        error_rate=rate(failed, executes),
+        invalid_actions=invalid,
+        error_rate=rate(failed + invalid, executes + invalid),
         **usage_sums(records),
     )
 
@@ -316,7 +325,7 @@ async def _run_one(bench: DesignBench[T, R, E], env_factory: Callable[[], Enviro
     return bench.record(
         **bench.task_fields(task), design=cell.design.name, profile=cell.profile,
         model=cell.model.label, d_max=cell.d_max, turns=sink.turns, executes=sink.executes,
-        execute_errors=sink.failed, **result_fields(result))
+        execute_errors=sink.failed, invalid_actions=sink.invalid, **result_fields(result))
 
 
 @dataclass
@@ -371,7 +380,8 @@ def select_in_turn(groups: dict[str, list[T]], limit: int | None) -> list[T]:
 # -- rendering --------------------------------------------------------------------------------
 def _level_cells(s: LevelStats) -> list[str]:
     return [f"{_pct(s.success_rate)} ({s.successes}/{s.tasks})", f"{s.mean_reward:.3f}",
-            f"{s.mean_turns:.2f}", f"{_pct(s.error_rate)} ({s.execute_errors}/{s.executes})",
+            f"{s.mean_turns:.2f}", f"{_pct(s.error_rate)} ({s.execute_errors + s.invalid_actions}/"
+            f"{s.executes + s.invalid_actions})",
             str(s.llm_calls), f"{_num(s.prompt_tokens)}/{_num(s.completion_tokens)}",
             _cost(s.cost_usd, False)]
 

@@ -39,8 +39,10 @@ def command(task: Task) -> str:
     return task.gold if isinstance(task.gold, str) else ";".join(task.gold)
 
 
-def gold_model(chosen: list[Task], *, bad_first: bool = False) -> FunctionModel:
-    """ReAct replies: (optionally a failing command, then) the gold command, then submit."""
+def gold_model(chosen: list[Task], *, bad_first: bool = False,
+               invalid_first: bool = False) -> FunctionModel:
+    """ReAct replies: (optionally a failing command or an invalid action, then) the gold
+    command, then submit."""
     golds = {t.question: command(t) for t in chosen}
 
     def reply(request: ChatRequest) -> str:
@@ -49,6 +51,8 @@ def gold_model(chosen: list[Task], *, bad_first: bool = False) -> FunctionModel:
         after = prompt[prompt.rindex(question):]
         if bad_first and f"execute[{BAD}]" not in after:
             return f"execute[{BAD}]"
+        if invalid_first and "Invalid action" not in after:
+            return "ls -l /testbed"  # a bare command: not an action of this environment
         if f"execute[{golds[question]}]" not in after:
             return f"execute[{golds[question]}]"
         return "submit"
@@ -91,6 +95,16 @@ def test_gold_answers_score_one_in_every_file_system(chosen: list[Task], make_en
     assert [json.loads(line)["fs"] for line in paths[2].read_text().splitlines()] == [1, 2, 3, 4]
 
 
+def test_the_report_names_the_task_set_of_its_selection(bash_data: Path, make_env: Any) -> None:
+    """The CLI passes its own selection (made first, to size the progress bar): the report
+    names it by the task set, not 'custom'."""
+    picked = select_bash_tasks(bash_data, "fs1", limit=1)
+    model = gold_model(picked)
+    report = run_bash_bench(bash_data, models=BenchModel(model, model), designs="react",
+                            task_set="fs1", limit=1, task_list=picked, env_factory=make_env)
+    assert report.task_set == "fs1" and report.task_count == 1
+
+
 def test_error_rate_counts_failed_commands_in_both_formats(chosen: list[Task], make_env: Any,
                                                            bash_data: Path) -> None:
     """A failing command, then the gold one: half the executes failed, also under profile
@@ -104,6 +118,21 @@ def test_error_rate_counts_failed_commands_in_both_formats(chosen: list[Task], m
         assert entry.executes == 4 and entry.execute_errors == 2 and entry.error_rate == 0.5
         assert entry.mean_turns == 3.0 and entry.success_rate == 1.0
     assert [r.profile for r in report.results] == ["default"] * 2 + ["paper"] * 2
+
+
+def test_invalid_actions_count_as_failed_commands(chosen: list[Task], make_env: Any,
+                                                  bash_data: Path) -> None:
+    """A bare command (not execute[...]) is refused by the environment: it counts in the error
+    rate next to the executes, so a model that never writes a valid action does not show 0/0."""
+    one = chosen[:1]
+    model = gold_model(one, invalid_first=True)
+    report = run_bash_bench(bash_data, models=BenchModel(model, model), designs="react",
+                            task_list=one, env_factory=make_env)
+    (entry,) = report.entries
+    assert entry.executes == 1 and entry.execute_errors == 0 and entry.invalid_actions == 1
+    assert entry.error_rate == 0.5 and entry.mean_turns == 3.0
+    assert report.results[0].invalid_actions == 1
+    assert "50.0% (1/2)" in bash_to_markdown(report)
 
 
 def test_designs_and_selection() -> None:
