@@ -19,7 +19,7 @@ from adapt.engine.spec.generate import Generation, monitored_generate
 from adapt.engine.spec.model import Spec
 from adapt.engine.spec.monitor import Monitor
 from adapt.engine.tree import Node
-from adapt.envs.base import Environment
+from adapt.envs.base import Environment, decoding_grammar
 from adapt.llm.base import ChatModel, ChatRequest
 
 _lock = threading.Lock()
@@ -57,9 +57,7 @@ def env_grammar(run: Run, kind: str) -> str | None:
     ``RunConfig.grammar`` is on and the environment has one (``decoding_grammar``)."""
     if not run.config.grammar:
         return None
-    get = getattr(run.env, "decoding_grammar", None)
-    grammar: str | None = get(kind) if get is not None else None
-    return grammar
+    return decoding_grammar(run.env, kind)
 
 
 async def generate(run: Run, model: ChatModel, request: ChatRequest, node: Node,

@@ -24,6 +24,7 @@ from collections.abc import Mapping
 from typing import Any, Literal
 
 from adapt.engine.config import RunConfig
+from adapt.envs.base import paper_profile
 
 Profile = Literal["default", "paper"]
 PROFILES: tuple[str, ...] = ("default", "paper")
@@ -39,7 +40,7 @@ def profile_settings(profile: str, env: object) -> dict[str, dict[str, Any]]:
     ``executor``, ``planner``, ``monitor`` and ``environment_config``."""
     if profile != "paper":
         return {}
-    own: Mapping[str, Mapping[str, Any]] = getattr(env, "paper_profile", None) or {}
+    own: Mapping[str, Mapping[str, Any]] = paper_profile(env)
     out: dict[str, dict[str, Any]] = {k: dict(v) for k, v in PAPER_COMMON.items()}
     for section, values in own.items():
         if section != "by_executor":
@@ -50,7 +51,7 @@ def profile_settings(profile: str, env: object) -> dict[str, dict[str, Any]]:
 def _executor_settings(profile: str, env: object, kind: str) -> dict[str, Any]:
     if profile != "paper":
         return {}
-    own: Mapping[str, Any] = getattr(env, "paper_profile", None) or {}
+    own: Mapping[str, Any] = paper_profile(env)
     return dict(own.get("by_executor", {}).get(kind, {}))
 
 

@@ -16,7 +16,7 @@ from adapt.engine.runtime import CancelCheck, PriceFn, Run
 from adapt.engine.strategies import get_strategy
 from adapt.engine.tree import FinalStatus, Node, NodeStatus, Step, TaskResult
 from adapt.engine.verification import final_verdict
-from adapt.envs.base import Environment, start_episode, validate_config
+from adapt.envs.base import Environment, final_action, start_episode, validate_config
 from adapt.errors import (
     AdaptError,
     BudgetError,
@@ -99,7 +99,7 @@ async def run_task(
         status, error = "error", f"{type(exc).__name__}: {exc}"
         await _close_unfinished(run, "failed", error)
 
-    final = getattr(env, "final_action", None)
+    final = final_action(env)
     if final and status in ("succeeded", "failed") and not run.episode_done:
         await _final_action(run, final)
 

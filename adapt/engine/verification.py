@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from adapt.envs.base import Environment
 from adapt.envs.verification import (
     UNKNOWN,
     Verifiable,
@@ -44,7 +45,7 @@ class Watch:
     mark: object | None
 
 
-def check(env: object, goal: str, mark: object | None, *, reward: float,
+def check(env: Environment, goal: str, mark: object | None, *, reward: float,
           episode_done: bool) -> Verification:
     """The environment's verdict on ``goal``: its own ``verify`` where it has one, else (and
     for a root goal it cannot decide) the episode's reward."""
@@ -53,7 +54,7 @@ def check(env: object, goal: str, mark: object | None, *, reward: float,
         verdict = env.verify(goal, since=mark)
     if verdict.checkable:
         return verdict
-    root = str(getattr(env, "goal", "") or "")
+    root = str(env.goal or "")
     if root and same_goal(goal, root):
         return reward_verification(reward, episode_done)
     return verdict
@@ -68,6 +69,7 @@ def feedback(evidence: str) -> str:
     return FEEDBACK.format(evidence=evidence)
 
 
-def final_verdict(env: object, goal: str, *, reward: float, episode_done: bool) -> Verification:
+def final_verdict(env: Environment, goal: str, *, reward: float,
+                  episode_done: bool) -> Verification:
     """The verdict on a task's root goal when the task ends (the status rule)."""
     return check(env, goal, None, reward=reward, episode_done=episode_done)

@@ -143,6 +143,75 @@ def answer_action(env: object) -> str | None:
     return env.answer_action if isinstance(env, AnswerChecking) else None
 
 
+@runtime_checkable
+class RollsBack(Protocol):
+    """Failed sub-tasks can be undone: when ``rolls_back()`` says so, the controller takes a
+    ``checkpoint()`` before each executor attempt and ``rollback(mark)`` after a failed one
+    (ADaPT's ALFWorld runs)."""
+
+    def rolls_back(self) -> bool: ...
+
+    def checkpoint(self) -> object: ...
+
+    def rollback(self, mark: object) -> None: ...
+
+
+@runtime_checkable
+class FinalAction(Protocol):
+    """``final_action``: sent when a task ends before its episode is done, so the last state is
+    scored (InterCode-SQL: ``submit``); ``None``: nothing is sent."""
+
+    final_action: ClassVar[str | None]
+
+
+@runtime_checkable
+class SuccessReward(Protocol):
+    """``success_reward``: the reward at or above which an episode succeeded (``None``: the
+    environment gives no such verdict and trials count the executor's own)."""
+
+    success_reward: ClassVar[float | None]
+
+
+@runtime_checkable
+class DecodingGrammars(Protocol):
+    """GBNF grammars of valid output for the current state (``action``, ``react``, ``plan``);
+    ``None`` for a kind the environment has no grammar of."""
+
+    def decoding_grammar(self, kind: str) -> str | None: ...
+
+
+@runtime_checkable
+class PaperSettings(Protocol):
+    """``paper_profile``: what profile ``paper`` sets for this environment (sections
+    ``executor``, ``planner``, ``monitor``, ``environment_config`` and ``by_executor``)."""
+
+    paper_profile: ClassVar[Mapping[str, Any]]
+
+
+def undoable(env: object) -> RollsBack | None:
+    """``env`` when it rolls failed sub-tasks back (see :class:`RollsBack`), else ``None``."""
+    return env if isinstance(env, RollsBack) and env.rolls_back() else None
+
+
+def final_action(env: object) -> str | None:
+    return env.final_action if isinstance(env, FinalAction) else None
+
+
+def success_reward(env: object) -> float | None:
+    value = env.success_reward if isinstance(env, SuccessReward) else None
+    return None if value is None else float(value)
+
+
+def decoding_grammar(env: object, kind: str) -> str | None:
+    return env.decoding_grammar(kind) if isinstance(env, DecodingGrammars) else None
+
+
+def paper_profile(env: object) -> Mapping[str, Any]:
+    """The environment's paper settings (class or instance), ``{}`` when it has none."""
+    own = getattr(env, "paper_profile", None)  # also on a class, which protocols do not check
+    return own if isinstance(own, Mapping) else {}
+
+
 class BaseEnvironment:
     """Convenience base class: prompt templates from package data, no-op close."""
 

@@ -196,7 +196,7 @@ class StateActExecutor(EpisodeExecutor):
         self.max_tokens = cfg.max_tokens if "max_tokens" in cfg.model_fields_set \
             else DEFAULT_MAX_TOKENS
         self.state_fields: tuple[str, ...] = tuple(
-            normalize_key(f) for f in getattr(run.env, "state_fields", ()) or ())
+            normalize_key(f) for f in run.env.state_fields or ())
         try:
             run.env.prompt_template(TEMPLATE)
         except KeyError:

@@ -29,6 +29,7 @@ from adapt.engine.planning.planner import Planner
 from adapt.engine.runtime import Run
 from adapt.engine.tree import LogicExpr, LogicGroup, Node, StepRef
 from adapt.engine.verification import Watch
+from adapt.envs.base import undoable
 
 
 def goal_key(goal: str) -> str:
@@ -68,8 +69,8 @@ class AdaptController:
         env = run.env
         cascade = len(run.executor_models) > 1
         after = cascade and run.config.executor.cascade == "after"
-        rolls_back = bool(getattr(env, "rolls_back", lambda: False)())
-        mark = env.checkpoint() if rolls_back and not cascade else None  # type: ignore[attr-defined]
+        undo = undoable(env)
+        mark = undo.checkpoint() if undo is not None and not cascade else None
         if cascade:
             result = await self.escalate(node, task, 0 if not after else None)
         else:
@@ -78,8 +79,8 @@ class AdaptController:
             return await self.finish(node, True)
         if node.verdict == "refuted" and node.evidence:  # the next attempt hears why
             task = f"{task}\n{verification.feedback(node.evidence)}"
-        if rolls_back and not cascade and not run.episode_done:  # a failed attempt leaves nothing
-            env.rollback(mark)  # type: ignore[attr-defined]
+        if undo is not None and not cascade and not run.episode_done:  # a failed attempt
+            undo.rollback(mark)  # leaves nothing behind
         if run.episode_done or node.depth >= run.config.d_max:
             if after and not run.episode_done:
                 return await self.finish(node, (await self.escalate(node, task, 1)).success)
@@ -119,7 +120,7 @@ class AdaptController:
         reaches the next one. The node records the deciding (last) attempt's outcome."""
         run = self.run
         env = run.env
-        rolls_back = bool(getattr(env, "rolls_back", lambda: False)())
+        undo = undoable(env)
         models = run.executor_models
         numbers = [0] if start is None else list(range(start, len(models)))
         await run.update(node, status="running")
@@ -138,7 +139,7 @@ class AdaptController:
                 kind="task", parent_id=node.id, position=len(run.children(node)),
                 depth=node.depth, goal=node.goal,
                 label=f"attempt {number + 1}: {model.name}"[:255])
-            mark = env.checkpoint() if rolls_back else None  # type: ignore[attr-defined]
+            undo_mark = undo.checkpoint() if undo is not None else None
             run.executor_model = model
             try:
                 result = await self.try_executor(kid, task, options)
@@ -149,8 +150,8 @@ class AdaptController:
             await self.finish(kid, result.success)
             if result.success:
                 break
-            if rolls_back and not run.episode_done:
-                env.rollback(mark)  # type: ignore[attr-defined]
+            if undo is not None and not run.episode_done:
+                undo.rollback(undo_mark)
         if result is None:
             return ExecutionResult(False, None, run.reward, "done", 0)
         checked = result.checked

@@ -18,7 +18,7 @@ from adapt.engine.prompts import render, require_template, trajectory_line
 from adapt.engine.runtime import Run
 from adapt.engine.strategies.controller import AdaptController
 from adapt.engine.tree import Node, Step
-from adapt.envs.base import start_episode
+from adapt.envs.base import start_episode, success_reward
 from adapt.llm.base import ChatRequest
 
 #: executor temperature for ``try_again`` trials after the first (Appendix A)
@@ -39,10 +39,10 @@ def _reset_for_trial(run: Run) -> None:
 def trial_succeeded(run: Run, result: ExecutionResult) -> bool:
     """Whether a trial succeeded: by the environment's reward when the environment gives one
     (``success_reward``; a false "Task completed!" does not count), else by the executor."""
-    threshold = getattr(run.env, "success_reward", None)
+    threshold = success_reward(run.env)
     if threshold is None:
         return result.success
-    return result.reward >= float(threshold)
+    return result.reward >= threshold
 
 
 def reflections_block(reflections: list[str]) -> str | None:
