@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import select, update
+from sqlalchemy import Float, String, case, cast, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine.tree import FINAL_STATUSES
@@ -106,3 +106,55 @@ async def add_to_counter(sessions: async_sessionmaker[AsyncSession], name: str,
 async def counter_values(session: AsyncSession) -> dict[str, int]:
     rows = (await session.execute(select(Counter.name, Counter.value))).all()
     return {str(name): int(value) for name, value in rows}
+
+
+# -- the GenAI client metrics (/metrics, next to adapt's own) ----------------------------------
+#: the conventions' explicit bucket boundaries (gen_ai.client.token.usage, .operation.duration)
+TOKEN_BUCKETS: tuple[float, ...] = (1, 4, 16, 64, 256, 1024, 4096, 16384, 65536, 262144,
+                                    1048576, 4194304, 16777216, 67108864)
+DURATION_BUCKETS: tuple[float, ...] = (0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56,
+                                       5.12, 10.24, 20.48, 40.96, 81.92)
+
+
+@dataclass
+class GenAIHistograms:
+    """Per (operation, model): call count, and per histogram (sum, cumulative bucket counts)."""
+
+    operation: str
+    model: str
+    count: int
+    input_tokens: tuple[float, list[int]]
+    output_tokens: tuple[float, list[int]]
+    duration: tuple[float, list[int]]
+
+
+def _le(column: Any, bounds: Sequence[float]) -> list[Any]:
+    return [func.coalesce(func.sum(case((column <= b, 1), else_=0)), 0) for b in bounds]
+
+
+async def genai_histograms(session: AsyncSession) -> list[GenAIHistograms]:
+    """Every recorded call (all tenants), grouped by operation (``chat`` when the call sent
+    chat messages, else ``text_completion``) and model: one statement."""
+    no_messages = or_(LLMCallRow.messages.is_(None),
+                      cast(LLMCallRow.messages, String) == "null")
+    operation = case((no_messages, "text_completion"), else_="chat")
+    latency = cast(LLMCallRow.latency_s, Float)
+    n_tok, n_dur = len(TOKEN_BUCKETS), len(DURATION_BUCKETS)
+    rows = (await session.execute(
+        select(operation, LLMCallRow.model, func.count(),
+               func.coalesce(func.sum(LLMCallRow.prompt_tokens), 0),
+               func.coalesce(func.sum(LLMCallRow.completion_tokens), 0),
+               func.coalesce(func.sum(latency), 0.0),
+               *_le(LLMCallRow.prompt_tokens, TOKEN_BUCKETS),
+               *_le(LLMCallRow.completion_tokens, TOKEN_BUCKETS),
+               *_le(latency, DURATION_BUCKETS))
+        .group_by(operation, LLMCallRow.model))).all()
+    out: list[GenAIHistograms] = []
+    for row in rows:
+        counts = [int(v) for v in row[6:]]
+        out.append(GenAIHistograms(
+            operation=str(row[0]), model=str(row[1]), count=int(row[2]),
+            input_tokens=(float(row[3]), counts[:n_tok]),
+            output_tokens=(float(row[4]), counts[n_tok:2 * n_tok]),
+            duration=(float(row[5]), counts[2 * n_tok:2 * n_tok + n_dur])))
+    return out
