@@ -121,8 +121,9 @@ class TraceBuilder:
                     name=f"execute_tool {self.task.environment}", trace_id=self.trace_id,
                     span_id=span_id(self.task.task_id, f"step:{step.node_id}:{step.index}"),
                     parent_id=self.node_span(step.node_id), start_ns=min(start, at_ns),
-                    end_ns=at_ns, attributes=semconv.tool(step, self.task, content=self.content),
-                    error=step.error)))
+                    end_ns=at_ns, attributes={
+                        **semconv.tool(step, self.task, content=self.content),
+                        **_error_type(step.error)}, error=step.error)))
         elif isinstance(event, LLMCallMade):
             self._call(event, at_ns, out)
         elif isinstance(event, TaskFinished):
