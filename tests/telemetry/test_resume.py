@@ -111,3 +111,24 @@ async def test_a_task_the_service_ends_with_an_error_closes_its_open_spans(
     assert sdk[workflow.span_id].status.status_code.name == "ERROR"
     assert sdk[span_id(task_id, "node:1")].status.status_code.name == "ERROR"
     await ctx.aclose()
+
+
+async def test_spans_a_worker_could_not_send_are_counted_fleet_wide(database_url: str) -> None:
+    """The backend refuses every batch: the task is unaffected, and the worker adds its drops
+    to the counter /metrics reports (adapt_otel_spans_dropped)."""
+    from opentelemetry.sdk.trace.export import SpanExportResult
+
+    from adapt.store.traces import SPANS_DROPPED, counter_values
+
+    class Refusing(InMemorySpanExporter):
+        def export(self, spans: object) -> SpanExportResult:  # type: ignore[override]
+            return SpanExportResult.FAILURE
+
+    ctx = make_ctx(database_url, "w1")
+    ctx.telemetry = Pipeline(Refusing(), schedule_delay_millis=10)
+    task_id = await insert_task(ctx.sessions, config={"seed": 11})
+    assert await execute_task(ctx, task_id) == "succeeded"
+    await ctx.aclose(dispose_engine=False)  # the worker's last beat records what it dropped
+    async with ctx.sessions() as session:
+        assert (await counter_values(session))[SPANS_DROPPED] == 39
+    await ctx.engine.dispose()
