@@ -24,7 +24,10 @@ TASK = {"environment": "textcraft", "environment_config": {"seed": 11}, "d_max":
 
 
 def installed() -> bool:
-    return importlib.util.find_spec("phoenix") is not None  # (a submodule's would import it)
+    try:  # (find_spec of a submodule would import phoenix itself)
+        return importlib.util.find_spec("phoenix") is not None
+    except (ImportError, ValueError):
+        return False
 
 
 class Phoenix:
