@@ -132,3 +132,48 @@ async def test_spans_a_worker_could_not_send_are_counted_fleet_wide(database_url
     async with ctx.sessions() as session:
         assert (await counter_values(session))[SPANS_DROPPED] == 39
     await ctx.engine.dispose()
+
+
+async def test_a_task_stopped_by_the_provider_and_resumed_sends_each_span_once(
+    database_url: str
+) -> None:
+    """The provider goes away: the service ends the task (resumable) and its open spans with
+    it. Resumed, the rest of the tree arrives under those same spans, none sent twice."""
+    from adapt.errors import ProviderError
+    from adapt.service.resume import resume_task
+
+    reference = await one_attempt(database_url)
+    sim, calls = from_spec(SIM), 0
+
+    class GoesAway:
+        name, simulated = sim.name, True
+
+        async def complete(self, request: object) -> object:
+            nonlocal calls
+            calls += 1
+            if calls > 5:
+                raise ProviderError("503 from the provider", retryable=True, status=503)
+            return await sim.complete(request)  # type: ignore[arg-type]
+
+    ctx1 = make_ctx(database_url, "w1", GoesAway(), llm_retry_budget=0)  # type: ignore[arg-type]
+    memory1 = traced(ctx1)
+    task_id = await insert_task(ctx1.sessions, config={"seed": 11})
+    assert await execute_task(ctx1, task_id) == "error"
+    before = spans_of(ctx1, memory1)
+    stopped = {s.span_id for s in before if s.name.startswith(("invoke_", "plan"))}
+    assert span_id(task_id, "task") in stopped and span_id(task_id, "node:1") in stopped
+    await ctx1.aclose()
+
+    ctx2 = make_ctx(database_url, "w2", from_spec(SIM))
+    memory2 = traced(ctx2)
+    async with ctx2.sessions() as s:
+        row = await s.get(Task, task_id)
+        assert row is not None
+        _, resumed = await resume_task(s, row)
+    assert resumed and await execute_task(ctx2, task_id) == "succeeded"
+    after = spans_of(ctx2, memory2)
+    both = before + after
+    assert len({s.span_id for s in both}) == len(both), "a span was sent twice"
+    assert not stopped & {s.span_id for s in after}
+    assert structure(both) == structure(reference)
+    await ctx2.aclose()
