@@ -79,6 +79,7 @@ def workflow_result(result: TaskResult) -> Attributes:
         "adapt.task.verdict": result.verdict,
         "adapt.task.reward": result.reward,
         "adapt.task.goal": result.goal,
+        "input.value": result.goal,
         "adapt.task.nodes": result.nodes,
         "adapt.task.max_depth": result.max_depth,
         "adapt.task.budget_exceeded": result.budget_exceeded,
