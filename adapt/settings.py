@@ -198,6 +198,15 @@ class Settings(BaseSettings):
         default=2.0, gt=0, description="How often a worker looks for webhook deliveries that "
         "are due (events of its own tasks wake it at once).")
 
+    otel_capture_content: bool = Field(
+        default=False, description="Trace export (OTEL_EXPORTER_OTLP_ENDPOINT set, extra "
+        "'otel'): also send prompts, completions, actions and observations as span attributes. "
+        "Off: spans carry goals, models, token counts and outcomes only.")
+    otel_max_queue_size: int = Field(
+        default=2048, ge=1, description="Trace export: spans one process holds for export at "
+        "most; past it spans are dropped (counted in /metrics as adapt_otel_spans_dropped), "
+        "never waited for.")
+
     sse_poll_seconds: float = Field(default=0.2, gt=0,
                                     description="How often an SSE stream looks for new events.")
     sse_keepalive_seconds: float = Field(default=15.0, gt=0,

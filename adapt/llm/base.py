@@ -50,6 +50,8 @@ class ChatRequest(BaseModel):
 class Usage(BaseModel):
     prompt_tokens: int = 0
     completion_tokens: int = 0
+    #: prompt tokens the provider served from its cache (included in ``prompt_tokens``)
+    cached_tokens: int = 0
     estimated: bool = False  # True when counted from text length rather than reported
 
     @property

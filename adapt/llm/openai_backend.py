@@ -347,7 +347,10 @@ class _OpenAIBase:
         completion = getattr(usage, "completion_tokens", None)
         if prompt is None and completion is None:
             return None
-        return Usage(prompt_tokens=int(prompt or 0), completion_tokens=int(completion or 0))
+        details = getattr(usage, "prompt_tokens_details", None)
+        cached = getattr(details, "cached_tokens", None) if details is not None else None
+        return Usage(prompt_tokens=int(prompt or 0), completion_tokens=int(completion or 0),
+                     cached_tokens=int(cached or 0))
 
     def _common_params(self, request: ChatRequest) -> dict[str, Any]:
         params: dict[str, Any] = {"model": self.model}

@@ -9,13 +9,14 @@ lease, so a stale attempt can never write, and a task never runs twice at the sa
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
 import os
 import socket
 import uuid
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
@@ -38,10 +39,16 @@ from adapt.service.faults import is_database_error, public_error
 from adapt.service.webhooks import WebhookSender, WebhookSink
 from adapt.settings import Settings
 from adapt.store import tasks as task_rows
+from adapt.store import traces as trace_store
 from adapt.store import webhooks as webhook_store
 from adapt.store import workers as registry_store
 from adapt.store.db import create_engine, session_factory
 from adapt.store.sink import DbSink
+from adapt.telemetry import configured as telemetry_configured
+
+if TYPE_CHECKING:
+    from adapt.telemetry.otlp import Pipeline
+    from adapt.telemetry.sink import OtelSink
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +82,8 @@ class ServiceContext:
 
     #: the queue this process serves ("embedded" for the in-process runner), for the registry
     queue: str = "adapt"
+    #: the process's trace export (None: OTEL_EXPORTER_OTLP_ENDPOINT unset; see adapt.telemetry)
+    telemetry: Pipeline | None = None
 
     @classmethod
     def create(cls, settings: Settings, *, engine: AsyncEngine | None = None) -> ServiceContext:
@@ -82,7 +91,8 @@ class ServiceContext:
                                          pool_size=settings.db_pool_size)
         return cls(settings, engine, session_factory(engine), ClientPool(),
                    Pricing.from_setting(settings.pricing),
-                   queue="embedded" if settings.embedded else settings.celery_queue)
+                   queue="embedded" if settings.embedded else settings.celery_queue,
+                   telemetry=_telemetry(settings))
 
     def ensure_heartbeat(self) -> None:
         """Start the process's heartbeat (lease renewal and the live-worker registry)."""
@@ -107,6 +117,10 @@ class ServiceContext:
             except Exception as exc:
                 log.debug("could not remove worker %s from the registry: %s", self.worker_id,
                           type(exc).__name__)
+        if self.telemetry is not None:  # what this process's tasks ended goes out now
+            await asyncio.to_thread(self.telemetry.flush, 5.0)
+            with contextlib.suppress(Exception):
+                await record_dropped_spans(self)
         await self.pool.aclose()
         if dispose_engine:
             await self.engine.dispose()
@@ -125,6 +139,28 @@ class ServiceContext:
         return _LiveGate(self, RetryingModel(self.load_model(spec), budget,
                                              max_retries=s.llm_max_retries,
                                              max_wait=s.llm_retry_max_wait))
+
+
+def _telemetry(settings: Settings) -> Pipeline | None:
+    """The process's OTLP pipeline when the operator configured an endpoint (the SDK is imported
+    only then)."""
+    if not telemetry_configured():
+        return None
+    try:
+        from adapt.telemetry.otlp import pipeline
+    except ImportError:
+        log.warning("OTEL_EXPORTER_OTLP_ENDPOINT is set but the 'otel' extra is not installed "
+                    "(pip install 'adapt[otel]'): no traces are exported")
+        return None
+    return pipeline(settings.otel_max_queue_size)
+
+
+async def record_dropped_spans(ctx: ServiceContext) -> None:
+    """Add the spans this process dropped since the last call to the fleet-wide counter."""
+    if ctx.telemetry is not None:
+        dropped = ctx.telemetry.take_dropped()
+        if dropped:
+            await trace_store.add_to_counter(ctx.sessions, trace_store.SPANS_DROPPED, dropped)
 
 
 class _LiveGate:
@@ -205,6 +241,7 @@ async def _beat(ctx: ServiceContext) -> None:
         ctx.sessions, ctx.worker_id, queue=ctx.queue, hostname=socket.gethostname(),
         pid=os.getpid(), running=len(ctx.running),
         ttl=LIVENESS_BEATS * ctx.settings.heartbeat_seconds)
+    await record_dropped_spans(ctx)
 
 
 async def _heartbeat(ctx: ServiceContext) -> None:
@@ -235,7 +272,8 @@ async def _load_replay(ctx: ServiceContext, task_id: str) -> tuple[Recording, in
 
 
 async def _finish_with_error(
-    ctx: ServiceContext, task_id: str, attempt: int, message: str
+    ctx: ServiceContext, task_id: str, attempt: int, message: str,
+    trace: OtelSink | None = None,
 ) -> None:
     """End the task with ``error`` (outside the engine's event stream, so
     ``POST /tasks/{id}/resume`` can resume it by replay); nodes left running are closed."""
@@ -246,6 +284,8 @@ async def _finish_with_error(
                                              message, also=report):
         log.warning("task %s: attempt %d lost its lease before it could record: %s", task_id,
                     attempt, message)
+    elif trace is not None:  # the open spans end with the task
+        trace.abort(message)
 
 
 async def execute_task(ctx: ServiceContext, task_id: str) -> str | None:
@@ -311,6 +351,7 @@ def _current_cancelling() -> bool:
 
 async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
     env = None
+    trace: OtelSink | None = None
     try:
         task = await task_rows.load(ctx.sessions, task_id)
         if task is None:
@@ -343,6 +384,10 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
             wake = ctx.webhook_sender.wake if ctx.webhook_sender is not None else None
             sinks.append(WebhookSink(ctx.sessions, task_id, endpoints, wake=wake))
 
+        if ctx.telemetry is not None:
+            trace = await _trace_sink(ctx, task, skip)
+        tail: list[TreeSink] = [sink] if trace is None else [sink, trace]
+
         def cancelled() -> bool:
             return sink.cancel_requested and cursor.position >= replayed
 
@@ -352,7 +397,8 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
         result = await run_task(
             # validated once, by run_task (the API validated it before storing it)
             env, task.environment_config, config, cascade, planner,
-            goal=task.goal, sink=FanoutSink([*sinks, sink]) if sinks else sink,
+            goal=task.goal, sink=FanoutSink([*sinks, *tail]) if len(sinks) + len(tail) > 1
+            else sink,
             cancel=cancelled, price=ctx.price,
         )
         return result.status
@@ -364,17 +410,33 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
         return None
     except ProviderUnavailable as exc:
         log.warning("task %s: provider unavailable: %s", task_id, exc)
-        await _finish_with_error(ctx, task_id, attempt, f"provider unavailable: {exc}")
+        await _finish_with_error(ctx, task_id, attempt, f"provider unavailable: {exc}", trace)
         return "error"
     except UserError as exc:
-        await _finish_with_error(ctx, task_id, attempt, str(exc))
+        await _finish_with_error(ctx, task_id, attempt, str(exc), trace)
         return "error"
     except Exception as exc:
         if is_database_error(exc):
             raise  # execute_task resumes the task once the database answers
         log.exception("task %s failed unexpectedly", task_id)
-        await _finish_with_error(ctx, task_id, attempt, public_error(exc))
+        await _finish_with_error(ctx, task_id, attempt, public_error(exc), trace)
         return "error"
     finally:
         if env is not None:
             env.close()
+
+
+async def _trace_sink(ctx: ServiceContext, task: Any, skip: int) -> OtelSink:
+    """The task's span sink; a resumed attempt gets the event log's times for its replay."""
+    from adapt.telemetry.history import ns, task_info
+    from adapt.telemetry.sink import OtelSink, Replay
+    from adapt.telemetry.spans import TraceBuilder
+
+    assert ctx.telemetry is not None
+    replay = Replay()
+    if skip or task.attempt > 1:
+        recorded = await trace_store.event_times(ctx.sessions, task.id)
+        replay = Replay({k: ns(v) for k, v in recorded.times.items()},
+                        [(after, ns(at)) for after, at in recorded.aborts])
+    builder = TraceBuilder(task_info(task), content=ctx.settings.otel_capture_content)
+    return OtelSink(builder, ctx.telemetry.export, skip=skip, replay=replay)

@@ -20,6 +20,15 @@ from prometheus_client.core import (
 from prometheus_client.registry import Collector
 
 from adapt.store.queries import Histogram, MetricsSnapshot, metrics_snapshot
+from adapt.store.traces import (
+    DURATION_BUCKETS,
+    SPANS_DROPPED,
+    TOKEN_BUCKETS,
+    GenAIHistograms,
+    counter_values,
+    genai_histograms,
+)
+from adapt.telemetry.semconv import provider
 from api.deps import MetricsAccessDep, SessionDep
 from api.schemas import Problem
 
@@ -35,8 +44,11 @@ def _histogram(name: str, doc: str, h: Histogram) -> HistogramMetricFamily:
 class SnapshotCollector(Collector):
     """Exposes one :class:`MetricsSnapshot` (queried for this scrape)."""
 
-    def __init__(self, snap: MetricsSnapshot) -> None:
+    def __init__(self, snap: MetricsSnapshot, genai: list[GenAIHistograms] | None = None,
+                 counters: dict[str, int] | None = None) -> None:
         self.snap = snap
+        self.genai = genai or []
+        self.counters = counters or {}
 
     def collect(self) -> Iterator[Metric]:
         s = self.snap
@@ -63,6 +75,38 @@ class SnapshotCollector(Collector):
         yield _histogram("adapt_llm_call_latency_seconds", "LLM call latency.", s.llm_latency)
         yield _histogram("adapt_task_wall_seconds", "Wall time of finished tasks (start to "
                          "finish).", s.task_wall)
+        yield CounterMetricFamily(
+            "adapt_otel_spans_dropped", "Trace spans workers dropped rather than wait (export "
+            "queue full, or the OTLP endpoint failed).", value=self.counters.get(SPANS_DROPPED, 0))
+        yield from genai_families(self.genai)
+
+
+def _buckets(bounds: tuple[float, ...], counts: list[int], total: int) -> list[tuple[str, float]]:
+    out = [(f"{bound:g}", float(n)) for bound, n in zip(bounds, counts, strict=True)]
+    return [*out, ("+Inf", float(total))]
+
+
+def genai_families(groups: list[GenAIHistograms]) -> Iterator[Metric]:
+    """The GenAI semantic conventions' client metrics, from every recorded call:
+    ``gen_ai.client.token.usage`` and ``gen_ai.client.operation.duration`` (in Prometheus
+    naming), with the conventions' bucket boundaries."""
+    labels = ["gen_ai_operation_name", "gen_ai_provider_name", "gen_ai_request_model"]
+    tokens = HistogramMetricFamily(
+        "gen_ai_client_token_usage", "Number of input and output tokens used (GenAI semantic "
+        "conventions), per LLM call.", labels=[*labels, "gen_ai_token_type"])
+    duration = HistogramMetricFamily(
+        "gen_ai_client_operation_duration_seconds", "GenAI operation duration (GenAI semantic "
+        "conventions), per LLM call.", labels=labels)
+    for g in groups:
+        names = [g.operation, provider(g.model), g.model]
+        for token_type, (total, counts) in (("input", g.input_tokens),
+                                            ("output", g.output_tokens)):
+            tokens.add_metric([*names, token_type], _buckets(TOKEN_BUCKETS, counts, g.count),
+                              total)
+        duration.add_metric(names, _buckets(DURATION_BUCKETS, g.duration[1], g.count),
+                            g.duration[0])
+    yield tokens
+    yield duration
 
 
 @router.get(
@@ -80,5 +124,6 @@ class SnapshotCollector(Collector):
 async def metrics(session: SessionDep) -> Response:
     snap = await metrics_snapshot(session)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(SnapshotCollector(snap))
+    registry.register(SnapshotCollector(snap, await genai_histograms(session),
+                                        await counter_values(session)))
     return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

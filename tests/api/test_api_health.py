@@ -102,6 +102,44 @@ async def test_metrics_parse_and_come_from_the_database(
     assert value("adapt_task_wall_seconds", "adapt_task_wall_seconds_sum") >= 0
 
 
+async def test_metrics_include_the_genai_client_metrics_and_dropped_spans(
+    client: httpx.AsyncClient, app: FastAPI
+) -> None:
+    """gen_ai.client.token.usage and gen_ai.client.operation.duration (the GenAI conventions'
+    names, buckets and labels) from every recorded call; spans workers dropped, fleet-wide."""
+    from adapt.store.traces import SPANS_DROPPED, TOKEN_BUCKETS, add_to_counter
+
+    done = await create(client)
+    await run_engine(app, done["id"])
+    await add_to_counter(sessions_of(app), SPANS_DROPPED, 3)
+    await add_to_counter(sessions_of(app), SPANS_DROPPED, 4)
+    families = {f.name: f for f in text_string_to_metric_families(
+        (await client.get("/metrics")).text)}
+    async with sessions_of(app)() as session:
+        calls = int(await session.scalar(select(func.count()).select_from(LLMCallRow)) or 0)
+        prompt = int(await session.scalar(select(func.sum(LLMCallRow.prompt_tokens))) or 0)
+        output = int(await session.scalar(select(func.sum(LLMCallRow.completion_tokens))) or 0)
+    assert calls > 0
+    (dropped,) = [s.value for s in families["adapt_otel_spans_dropped"].samples
+                  if s.name == "adapt_otel_spans_dropped_total"]
+    assert dropped == 7
+
+    tokens = families["gen_ai_client_token_usage"].samples
+    by_type = {t: [s for s in tokens if s.labels.get("gen_ai_token_type") == t]
+               for t in ("input", "output")}
+    for token_type, total in (("input", prompt), ("output", output)):
+        samples = by_type[token_type]
+        assert {s.labels["gen_ai_operation_name"] for s in samples} == {"text_completion"}
+        assert {s.labels["gen_ai_provider_name"] for s in samples} == {"adapt.sim"}
+        assert sum(s.value for s in samples if s.name.endswith("_sum")) == total
+        assert sum(s.value for s in samples if s.name.endswith("_count")) == calls
+        bounds = [s.labels["le"] for s in samples if s.name.endswith("_bucket")]
+        assert bounds[:len(TOKEN_BUCKETS)] == [f"{b:g}" for b in TOKEN_BUCKETS]
+    duration = families["gen_ai_client_operation_duration_seconds"].samples
+    assert sum(s.value for s in duration if s.name.endswith("_count")) == calls
+    assert [s.value for s in duration if s.labels.get("le") == "+Inf"] == [calls]
+
+
 async def test_environments_describe_the_registry(client: httpx.AsyncClient) -> None:
     body = (await client.get("/environments")).json()
     textcraft = next(e for e in body["items"] if e["name"] == "textcraft")
