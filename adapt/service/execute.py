@@ -432,7 +432,8 @@ async def _trace_sink(ctx: ServiceContext, task: Any, skip: int) -> OtelSink:
     from adapt.telemetry.sink import OtelSink, Replay
     from adapt.telemetry.spans import TraceBuilder
 
-    assert ctx.telemetry is not None
+    if ctx.telemetry is None:
+        raise RuntimeError("trace export is not configured")
     replay = Replay()
     if skip or task.attempt > 1:
         recorded = await trace_store.event_times(ctx.sessions, task.id)
