@@ -7,6 +7,7 @@ COPY adapt ./adapt
 COPY api ./api
 COPY workers ./workers
 COPY migrations ./migrations
-RUN pip install --no-cache-dir -e .
+# the otel extra: traces go out once OTEL_EXPORTER_OTLP_ENDPOINT is set (docs/observability.md)
+RUN pip install --no-cache-dir -e ".[otel]"
 EXPOSE 8000
 CMD ["adapt", "serve", "--host", "0.0.0.0"]
