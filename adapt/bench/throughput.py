@@ -38,6 +38,7 @@ import httpx
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from adapt.bench.perfkit import Figure, load_avg, table
 from adapt.engine import RunConfig
 from adapt.settings import Settings
 from adapt.store.db import create_engine, session_factory
@@ -181,36 +182,63 @@ async def wait_all(
         return list((await session.execute(select(Task).where(Task.id.in_(ids)))).scalars())
 
 
-async def _calls_before(
-    sessions: async_sessionmaker[AsyncSession], ids: list[str], until: datetime
-) -> int:
+async def _calls_between(
+    sessions: async_sessionmaker[AsyncSession], ids: list[str], after: datetime,
+    until: datetime,
+) -> tuple[int, float]:
+    """LLM calls answered in (after, until], and their mean latency as the client saw it."""
     async with sessions() as session:
-        return int((await session.execute(
-            select(func.count()).select_from(LLMCallRow)
-            .where(LLMCallRow.task_id.in_(ids), LLMCallRow.created_at <= until))).scalar_one())
+        row = (await session.execute(
+            select(func.count(), func.avg(LLMCallRow.latency_s))
+            .where(LLMCallRow.task_id.in_(ids), LLMCallRow.created_at > after,
+                   LLMCallRow.created_at <= until))).one()
+    return int(row[0]), float(row[1] or "nan")
+
+
+def _cpu_seconds(pid: int | None) -> float:
+    """CPU seconds (user + system) of process ``pid`` (None: this process) so far."""
+    if pid is None:
+        return time.process_time()
+    # Linux: utime and stime, in clock ticks, are fields 14 and 15 of /proc/PID/stat (the
+    # command name, field 2, may hold spaces: split after its closing parenthesis)
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def measure(
     sessions: async_sessionmaker[AsyncSession], ids: list[str], dispatch: Any,
-    *, latency: float, concurrency: int, timeout: float,
+    *, latency: float, concurrency: int, timeout: float, pid: int | None = None,
 ) -> dict[str, Any]:
-    """Dispatch every task, wait for all, compute the numbers."""
-    start_wall, t0 = utcnow(), time.monotonic()
+    """Dispatch every task, wait for all, compute the numbers. ``pid``: the worker process
+    whose CPU time is measured (None: this process, the embedded runner's)."""
+    start_wall, t0, cpu0 = utcnow(), time.monotonic(), _cpu_seconds(pid)
     for task_id in ids:
         await dispatch(task_id)
     rows = await wait_all(sessions, ids, timeout)
     wall = time.monotonic() - t0
+    cpu = _cpu_seconds(pid) - cpu0
     calls = sum(r.llm_calls for r in rows)
     finished = [r.finished_at for r in rows if r.finished_at is not None]
     first_done = min(finished)
-    # steady state: from dispatch until the first task finished, every task was running
-    window = (first_done - start_wall).total_seconds()
-    steady_calls = await _calls_before(sessions, ids, first_done)
+    # "all running": from the moment the last task started (claimed by a worker) until the
+    # first one finished. Starting the window at the dispatch instead counted the start-up of
+    # every task (dispatch, claim, loading) as time without calls, which understated the rate
+    # most where tasks are short or few.
+    last_start = max(r.started_at for r in rows if r.started_at is not None)
+    window = (first_done - last_start).total_seconds()
+    if window <= 0:  # a task finished before the last one started: no such window
+        window_start = start_wall
+        window = (first_done - start_wall).total_seconds()
+    else:
+        window_start = last_start
+    steady_calls, steady_latency = await _calls_between(sessions, ids, window_start,
+                                                        first_done)
     ideal = min(len(ids), concurrency) / latency
     runs = [(r.finished_at - r.started_at).total_seconds() for r in rows
             if r.finished_at is not None and r.started_at is not None]
     stretch = [(r.finished_at - r.started_at).total_seconds() / (r.llm_calls * latency)
                for r in rows if r.finished_at and r.started_at and r.llm_calls]
+    rate = steady_calls / window if window > 0 else float("nan")
     return {
         "tasks": len(ids),
         "succeeded": sum(r.status == "succeeded" for r in rows),
@@ -218,14 +246,19 @@ async def measure(
         "tasks_per_s": len(ids) / wall,
         "llm_calls": calls,
         "llm_calls_per_s": calls / wall,
-        "steady_llm_calls_per_s": steady_calls / window if window > 0 else float("nan"),
+        "window_s": window,
+        "window_from_last_start": window_start is not start_wall,
+        "steady_llm_calls_per_s": rate,
         "ideal_llm_calls_per_s": ideal,
-        "efficiency": (steady_calls / window) / ideal if window > 0 else float("nan"),
+        "efficiency": rate / ideal,
         "overall_efficiency": (calls / wall) / ideal,
         "mean_task_latency_s": statistics.fmean(
             (f - start_wall).total_seconds() for f in finished),
         "mean_task_run_s": statistics.fmean(runs),
         "mean_call_stretch": statistics.fmean(stretch),
+        "call_latency_stretch": steady_latency / latency,
+        "cpu_s": cpu,
+        "cpu_ms_per_call": 1000 * cpu / calls if calls else float("nan"),
     }
 
 
@@ -264,9 +297,13 @@ async def _run_worker_mode(
             for proc in procs:
                 await asyncio.to_thread(_wait_worker_ready, broker_url, queue, proc.pid)
             ids = await insert_tasks(sessions, n, spec)
-            return await measure(sessions, ids, dispatcher.dispatch, latency=latency,
-                                 concurrency=per_process * processes,
-                                 timeout=60 + 200 * latency)
+            result = await measure(sessions, ids, dispatcher.dispatch, latency=latency,
+                                   concurrency=per_process * processes,
+                                   timeout=60 + 200 * latency,
+                                   pid=procs[0].pid if processes == 1 else None)
+            if processes > 1:  # every worker's CPU, not this process's
+                result["cpu_ms_per_call"] = float("nan")
+            return result
     finally:
         await dispatcher.aclose()
         await engine.dispose()
@@ -335,14 +372,24 @@ def format_table(result: dict[str, Any]) -> str:
         ("tasks/s", f"{result['tasks_per_s']:.2f}"),
         ("LLM calls", f"{result['llm_calls']}"),
         ("LLM calls/s (overall)", f"{result['llm_calls_per_s']:.1f}"),
+        ("all running (last start to first finish)",
+         f"{result['window_s']:.1f} s" + ("" if result["window_from_last_start"]
+                                          else " (from the dispatch: no such window)")),
         ("LLM calls/s (all running)", f"{result['steady_llm_calls_per_s']:.1f}"),
         ("ideal LLM calls/s", f"{result['ideal_llm_calls_per_s']:.1f}"),
         ("efficiency (all running)", f"{100 * result['efficiency']:.0f}%"),
+        ("per-call stretch (call latency / model latency)",
+         f"{result['call_latency_stretch']:.2f}"),
         ("mean task latency", f"{result['mean_task_latency_s']:.2f} s"),
         ("mean run time / (calls x latency)", f"{result['mean_call_stretch']:.2f}"),
+        ("worker CPU per LLM call", f"{result['cpu_ms_per_call']:.2f} ms"),
+        ("load (1 min)", f"{load_avg():.2f}"),
     ]
-    width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+    figures = [Figure("LLM calls/s while all run / ideal", result["efficiency"], 0.9, "",
+                      higher=True)]
+    if result["cpu_ms_per_call"] == result["cpu_ms_per_call"]:  # not NaN
+        figures.append(Figure("worker CPU per LLM call", result["cpu_ms_per_call"], 2.0, "ms"))
+    return "\n".join([table(rows), *(f.line() for f in figures)])
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
