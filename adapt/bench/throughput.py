@@ -20,6 +20,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import socket
@@ -215,6 +216,9 @@ async def measure(
     for task_id in ids:
         await dispatch(task_id)
     rows = await wait_all(sessions, ids, timeout)
+    if not any(r.llm_calls for r in rows):
+        errors = {r.error for r in rows}
+        raise RuntimeError(f"no task made an LLM call: {sorted(map(str, errors))[:3]}")
     wall = time.monotonic() - t0
     cpu = _cpu_seconds(pid) - cpu0
     calls = sum(r.llm_calls for r in rows)
@@ -285,7 +289,9 @@ async def _run_worker_mode(
 
     queue = f"adapt-bench-{uuid.uuid4().hex[:8]}"
     per_process = max(-(-n // processes), 1)
-    env = _env(ADAPT_DATABASE_URL=url, ADAPT_BROKER_URL=broker_url, ADAPT_CELERY_QUEUE=queue)
+    base_url = spec.rsplit("@", 1)[1]  # the simulator's endpoint, which tasks may name
+    env = _env(ADAPT_DATABASE_URL=url, ADAPT_BROKER_URL=broker_url, ADAPT_CELERY_QUEUE=queue,
+               ADAPT_LLM_ENDPOINTS=json.dumps([base_url]))
     engine = create_engine(url)
     sessions = session_factory(engine)
     dispatcher = CeleryDispatcher(broker_url, queue=queue)
@@ -321,7 +327,8 @@ async def _run_inprocess_mode(url: str, spec: str, n: int, latency: float) -> di
     from workers.embedded import EmbeddedRunner
 
     concurrency = max(n, 1)
-    settings = Settings.model_validate({"ADAPT_DATABASE_URL": url, "concurrency": concurrency})
+    settings = Settings.model_validate({"ADAPT_DATABASE_URL": url, "concurrency": concurrency,
+                                        "llm_endpoints": [spec.rsplit("@", 1)[1]]})
     engine = create_engine(url)
     sessions = session_factory(engine)
     ids = await insert_tasks(sessions, n, spec)
