@@ -1,12 +1,17 @@
 """Engine + persistence cost per LLM call, at zero model latency: null sink vs database sink.
 
-    python -m adapt.bench.overhead [--tasks 40] [--database postgres|sqlite|both]
+    python -m adapt.bench.overhead [--tasks 40] [--database postgres|sqlite|both] [--http]
 
 Runs the same simulated TextCraft tasks (the model answers in this process, instantly) one
 after another, first with no sink (the engine and the simulator alone), then through the real
 ``DbSink`` on a throw-away database. Prints wall and CPU milliseconds per LLM call, the SQL
 statements and transactions per call, and the figure against its goal: the database sink's
 wall time per call (engine + persistence) <= 2 ms.
+
+``--http`` measures the model client instead: CPU milliseconds per chat call from this
+process to the simulator's HTTP server (zero latency, 32 calls in flight), through the
+``openai`` package's typed path (``chat.completions.create``) and through the raw path
+``OpenAIChatModel`` takes (``adapt.llm.openai_backend``).
 """
 
 from __future__ import annotations
@@ -20,6 +25,7 @@ from sqlalchemy import event
 
 from adapt.bench.perfkit import (
     OWNER,
+    SIM_SPEC,
     Clock,
     Figure,
     leased_task,
@@ -29,7 +35,7 @@ from adapt.bench.perfkit import (
     sim_model,
     table,
 )
-from adapt.engine.events import NullSink
+from adapt.engine.events import MemorySink, NullSink
 from adapt.store.db import create_engine, session_factory
 from adapt.store.sink import DbSink
 
@@ -77,6 +83,56 @@ async def _db(url: str, seeds: list[int]) -> dict[str, float]:
     return {"calls": calls, "wall": c.wall, "cpu": c.cpu, **counts}
 
 
+async def _http(base_url: str, calls: int, concurrency: int = 32) -> dict[str, float]:
+    from adapt.llm import ChatRequest, ClientPool, Message, OpenAIChatModel
+
+    memory = MemorySink()
+    await run_textcraft(0, memory)
+    prompt = memory.calls[0].prompt or ""
+    request = ChatRequest(messages=[Message(role="user", content=prompt)], stop=["\n"],
+                          max_tokens=256, temperature=0.0)
+    pool = ClientPool()
+    model = OpenAIChatModel(SIM_SPEC, base_url=base_url, pool=pool, max_retries=0)
+    client = model._client()
+    params = model._common_params(request)
+    params["messages"] = [m.model_dump() for m in request.as_messages()]
+
+    async def typed() -> None:
+        response = await client.chat.completions.create(**params)
+        assert response.choices[0].message.content is not None
+
+    async def raw() -> None:
+        assert (await model.complete(request)).text is not None
+
+    out: dict[str, float] = {}
+    try:
+        for name, call in (("typed", typed), ("raw", raw), ("typed", typed), ("raw", raw)):
+            gate = asyncio.Semaphore(concurrency)
+
+            async def one(call: Any = call, gate: asyncio.Semaphore = gate) -> None:
+                async with gate:
+                    await call()
+
+            await asyncio.gather(*(one() for _ in range(concurrency)))  # warm-up
+            with Clock() as c:
+                await asyncio.gather(*(one() for _ in range(calls)))
+            out[name] = 1000 * c.cpu / calls  # the second round counts
+    finally:
+        await pool.aclose()
+    return out
+
+
+def run_http(calls: int = 2000) -> dict[str, float]:
+    import tempfile
+    from pathlib import Path
+
+    from adapt.bench.throughput import sim_server
+
+    with tempfile.TemporaryDirectory(prefix="adapt-bench-") as tmp, \
+            sim_server(0.0, Path(tmp)) as base_url:
+        return asyncio.run(_http(base_url, calls))
+
+
 def _ms(run: dict[str, float], key: str) -> float:
     return 1000 * run[key] / run["calls"]
 
@@ -117,8 +173,19 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
     parser.add_argument("--tasks", type=int, default=40)
     parser.add_argument("--database", choices=["postgres", "sqlite", "both"], default="postgres")
+    parser.add_argument("--http", action="store_true",
+                        help="measure the model client's HTTP path instead")
+    parser.add_argument("--calls", type=int, default=2000, help="calls for --http")
     args = parser.parse_args(argv)
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    if args.http:
+        http = run_http(args.calls)
+        print(table([("client CPU per chat call: openai typed path",
+                      f"{http['typed']:.2f} ms"),
+                     ("client CPU per chat call: raw path (OpenAIChatModel)",
+                      f"{http['raw']:.2f} ms"),
+                     ("load (1 min)", f"{load_avg():.2f}")]))
+        return dict(http)
     kinds = ("postgres", "sqlite") if args.database == "both" else (args.database,)
     result = run(args.tasks, kinds)
     print(report(result))  # the benchmark's output
