@@ -35,13 +35,16 @@ from adapt.errors import ModelSpecError, ProviderError
 from adapt.llm.base import ChatRequest, ChatResponse, Usage
 from adapt.llm.gbnf import validate_gbnf
 from adapt.llm.guard import check_endpoint, is_loopback
+from adapt.llm.transport import transport_for
 
 logger = logging.getLogger(__name__)
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 LOCAL_API_KEY = "sk-local-no-key-required"  # sent to loopback servers when no key is set
 MAX_CONNECTIONS = 256
-MAX_KEEPALIVE_CONNECTIONS = 64
+#: as many as may be open: with many calls in flight, closing the surplus after each answer
+#: only meant opening a new connection for the next call (idle ones expire after 5 s)
+MAX_KEEPALIVE_CONNECTIONS = MAX_CONNECTIONS
 
 # Reasoning models take max_completion_tokens and only the default temperature.
 _REASONING_MODEL = re.compile(r"^(o\d|gpt-5)(-|$)")
@@ -87,7 +90,8 @@ class ClientPool:
         """The shared client for these settings, created on first use."""
         if self._http is None or self._http.is_closed:
             self._clients.clear()
-            self._http = httpx.AsyncClient(limits=self._limits, follow_redirects=False)
+            self._http = httpx.AsyncClient(transport=transport_for(self._limits),
+                                           follow_redirects=False)
         key: _PoolKey = (base_url, api_key, float(timeout), int(max_retries))
         client = self._clients.get(key)
         if client is None:

@@ -22,6 +22,7 @@ a prefix of the engine's event stream.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
@@ -70,6 +71,7 @@ class DbSink:
         self._write = write_postgres if engine.dialect.name == "postgresql" else write_core
         self._prompts = PromptWriter(known_blocks(engine.sync_engine))
         self._batch = Batch()
+        self._pending: asyncio.Future[None] | None = None
 
     async def emit(self, event: Event) -> None:
         self.ordinal += 1
@@ -126,6 +128,27 @@ class DbSink:
         b.events.append({"type": event.type, "payload": payload, "ordinal": self.ordinal})
 
     async def flush(self) -> None:
+        """Write what is buffered, and wait for it (and for any earlier write)."""
+        await self._settle()
+        await self._write_batch()
+
+    async def flush_soon(self) -> None:
+        """The engine's flush before an LLM call: the batch is written while the model
+        answers. The previous write is awaited first (batches land in order, one at a time;
+        the answered call a write records is stored before the next call starts, and its
+        failure, e.g. a lost lease, stops the task here); this one is awaited by the next
+        write, at the latest when the call's answer is written."""
+        await self._settle()
+        if self._batch.events:
+            self._pending = asyncio.ensure_future(self._write_batch())
+            self._pending.add_done_callback(_retrieve)
+
+    async def _settle(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            await pending
+
+    async def _write_batch(self) -> None:
         b = self._batch
         if not b.events:
             return
@@ -141,5 +164,13 @@ class DbSink:
                                 values, utcnow())
         if row is None:
             raise LeaseLost(f"task {self.task_id}: attempt {self.attempt} lost its lease")
-        _, self.cancel_requested = row
+        _, cancel = row
+        self.cancel_requested = self.cancel_requested or cancel
         self._prompts.known.update(b.blocks)  # stored now: later batches need not send them
+
+
+def _retrieve(write: asyncio.Future[None]) -> None:
+    """A write nobody awaits any more (its task was cancelled) must not log as unretrieved;
+    the next attempt's replay covers it."""
+    if not write.cancelled():
+        write.exception()
