@@ -7,13 +7,15 @@ the real ``DbSink`` (``perfkit.Concat``: every node, step, LLM call and event as
 writes them), starts the API with uvicorn in a subprocess (its default loop and HTTP parser:
 uvloop / httptools when installed) and times, over real HTTP:
 
-- ``GET /tasks/{id}/tree``, p50 and p90 of ``repeat`` requests, and the SQL statements one
-  request issues (counted by the server);
+- ``GET /tasks/{id}/tree``, p50 and p90 of ``repeat`` requests that each render the tree
+  from the database (the server's cache of rendered bodies is emptied before each), the p50
+  when the finished task's body is served from that cache, and the SQL statements one request
+  issues (counted by the server);
 - ``GET /tasks/{id}/nodes/{node_id}`` of a node with LLM calls;
 - the event log replayed as JSON pages (``?since=``, 1,000 per page) and as Server-Sent Events:
   bytes and seconds.
 
-The figure: the tree's p50 <= 50 ms.
+The figure: the rendered tree's p50 <= 50 ms. (Before the cache existed, every GET rendered.)
 """
 
 from __future__ import annotations
@@ -71,6 +73,12 @@ app = create_app(settings)
 @app.get("/_bench/statements", include_in_schema=False)
 async def statements() -> dict:
     return {"n": counted["n"]}
+@app.get("/_bench/forget", include_in_schema=False)
+async def forget() -> dict:
+    cache = getattr(app.state, "rendered_trees", None)
+    if cache is not None:
+        app.state.rendered_trees = type(cache)()
+    return {}
 uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning",
             access_log=False)
 """
@@ -99,10 +107,15 @@ async def grow(url: str, nodes: int) -> tuple[str, int, int]:
 
 
 def _timed_gets(client: httpx.Client, path: str, repeat: int,
-                headers: dict[str, str] | None = None) -> tuple[list[float], httpx.Response]:
+                headers: dict[str, str] | None = None, *, fresh: bool = False
+                ) -> tuple[list[float], httpx.Response]:
+    """``repeat`` timed GETs (after one warm-up); ``fresh``: the server's rendered-tree cache
+    is emptied before each (untimed), so each GET renders the tree from the database."""
     times = []
     response = client.get(path, headers=headers)  # warm-up
     for _ in range(repeat):
+        if fresh:
+            client.get("/_bench/forget")
         start = time.perf_counter()
         response = client.get(path, headers=headers)
         times.append(1000 * (time.perf_counter() - start))
@@ -140,8 +153,8 @@ def measure(base: str, task_id: str, repeat: int) -> dict[str, Any]:
         before = client.get("/_bench/statements").json()["n"]
         client.get(f"/tasks/{task_id}/tree").raise_for_status()
         statements = client.get("/_bench/statements").json()["n"] - before
-        cold = statistics.median(_timed_gets(client, f"/tasks/{task_id}/tree", repeat)[0])
-        tree, response = _timed_gets(client, f"/tasks/{task_id}/tree", repeat)
+        cached = statistics.median(_timed_gets(client, f"/tasks/{task_id}/tree", repeat)[0])
+        tree, response = _timed_gets(client, f"/tasks/{task_id}/tree", repeat, fresh=True)
         etag = response.headers.get("etag", "")
         unchanged, _ = _timed_gets(client, f"/tasks/{task_id}/tree", repeat,
                                    {"If-None-Match": etag})
@@ -154,7 +167,7 @@ def measure(base: str, task_id: str, repeat: int) -> dict[str, Any]:
         sse_bytes, sse_s = _replay_sse(client, task_id)
     tree.sort()
     return {"nodes": nodes, "tree_p50_ms": statistics.median(tree),
-            "tree_p90_ms": tree[int(0.9 * (len(tree) - 1))], "tree_first_p50_ms": cold,
+            "tree_p90_ms": tree[int(0.9 * (len(tree) - 1))], "tree_cached_p50_ms": cached,
             "tree_304_p50_ms": statistics.median(unchanged), "tree_bytes": tree_bytes,
             "tree_statements": statements, "node_p50_ms": statistics.median(detail),
             "node_bytes": len(detail_response.content), "events": events,
@@ -187,9 +200,9 @@ def report(r: dict[str, Any]) -> str:
     rows = [
         ("database, nodes, LLM calls, events",
          f"{r['database']}, {r['nodes']}, {r['calls']}, {r['events']}"),
-        ("GET tree: p50 / p90", f"{r['tree_p50_ms']:.1f} / {r['tree_p90_ms']:.1f} ms "
-                                f"({r['tree_bytes'] / 1e6:.2f} MB)"),
-        ("GET tree: first series p50", f"{r['tree_first_p50_ms']:.1f} ms"),
+        ("GET tree, rendered: p50 / p90", f"{r['tree_p50_ms']:.1f} / {r['tree_p90_ms']:.1f} ms "
+                                          f"({r['tree_bytes'] / 1e6:.2f} MB)"),
+        ("GET tree, finished task's cached body: p50", f"{r['tree_cached_p50_ms']:.1f} ms"),
         ("GET tree: 304 (If-None-Match) p50", f"{r['tree_304_p50_ms']:.1f} ms"),
         ("GET tree: SQL statements", f"{r['tree_statements']}"),
         ("GET node detail p50", f"{r['node_p50_ms']:.1f} ms ({r['node_bytes']:,} B)"),
