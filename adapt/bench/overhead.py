@@ -9,9 +9,10 @@ statements and transactions per call, and the figure against its goal: the datab
 wall time per call (engine + persistence) <= 2 ms.
 
 ``--http`` measures the model client instead: CPU milliseconds per chat call from this
-process to the simulator's HTTP server (zero latency, 32 calls in flight), through the
-``openai`` package's typed path (``chat.completions.create``) and through the raw path
-``OpenAIChatModel`` takes (``adapt.llm.openai_backend``).
+process to the simulator's HTTP server (zero latency, 200 calls in flight): the ``openai``
+package's typed path (``chat.completions.create``) over one connection pool (before), the
+raw path ``OpenAIChatModel`` takes (``adapt.llm.openai_backend``) over one pool, and over the
+sharded pool it uses now (``adapt.llm.transport``).
 """
 
 from __future__ import annotations
@@ -83,7 +84,9 @@ async def _db(url: str, seeds: list[int]) -> dict[str, float]:
     return {"calls": calls, "wall": c.wall, "cpu": c.cpu, **counts}
 
 
-async def _http(base_url: str, calls: int, concurrency: int = 32) -> dict[str, float]:
+async def _http(base_url: str, calls: int, concurrency: int = 200) -> dict[str, float]:
+    import httpx
+
     from adapt.llm import ChatRequest, ClientPool, Message, OpenAIChatModel
 
     memory = MemorySink()
@@ -91,22 +94,30 @@ async def _http(base_url: str, calls: int, concurrency: int = 32) -> dict[str, f
     prompt = memory.calls[0].prompt or ""
     request = ChatRequest(messages=[Message(role="user", content=prompt)], stop=["\n"],
                           max_tokens=256, temperature=0.0)
-    pool = ClientPool()
-    model = OpenAIChatModel(SIM_SPEC, base_url=base_url, pool=pool, max_retries=0)
-    client = model._client()
-    params = model._common_params(request)
+    # before: one httpcore pool of 256 connections (64 kept alive), the typed path
+    single = ClientPool(http_client=httpx.AsyncClient(limits=httpx.Limits(
+        max_connections=256, max_keepalive_connections=64)))
+    sharded = ClientPool()  # now: the default pool (8-connection shards, all kept alive)
+    models = {name: OpenAIChatModel(SIM_SPEC, base_url=base_url, pool=pool, max_retries=0)
+              for name, pool in (("single", single), ("sharded", sharded))}
+    params = models["single"]._common_params(request)
     params["messages"] = [m.model_dump() for m in request.as_messages()]
 
     async def typed() -> None:
-        response = await client.chat.completions.create(**params)
+        response = await models["single"]._client().chat.completions.create(**params)
         assert response.choices[0].message.content is not None
 
-    async def raw() -> None:
-        assert (await model.complete(request)).text is not None
+    async def raw_single() -> None:
+        assert (await models["single"].complete(request)).text is not None
+
+    async def raw_sharded() -> None:
+        assert (await models["sharded"].complete(request)).text is not None
 
     out: dict[str, float] = {}
+    variants = (("typed, one pool", typed), ("raw, one pool", raw_single),
+                ("raw, sharded pool", raw_sharded))
     try:
-        for name, call in (("typed", typed), ("raw", raw), ("typed", typed), ("raw", raw)):
+        for name, call in variants * 2:  # the second round counts
             gate = asyncio.Semaphore(concurrency)
 
             async def one(call: Any = call, gate: asyncio.Semaphore = gate) -> None:
@@ -116,9 +127,10 @@ async def _http(base_url: str, calls: int, concurrency: int = 32) -> dict[str, f
             await asyncio.gather(*(one() for _ in range(concurrency)))  # warm-up
             with Clock() as c:
                 await asyncio.gather(*(one() for _ in range(calls)))
-            out[name] = 1000 * c.cpu / calls  # the second round counts
+            out[name] = 1000 * c.cpu / calls
     finally:
-        await pool.aclose()
+        await single.aclose()
+        await sharded.aclose()
     return out
 
 
@@ -180,10 +192,8 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     if args.http:
         http = run_http(args.calls)
-        print(table([("client CPU per chat call: openai typed path",
-                      f"{http['typed']:.2f} ms"),
-                     ("client CPU per chat call: raw path (OpenAIChatModel)",
-                      f"{http['raw']:.2f} ms"),
+        print(table([*((f"client CPU per chat call, 200 in flight: {name}", f"{ms:.2f} ms")
+                       for name, ms in http.items()),
                      ("load (1 min)", f"{load_avg():.2f}")]))
         return dict(http)
     kinds = ("postgres", "sqlite") if args.database == "both" else (args.database,)
