@@ -8,7 +8,10 @@ process) with ``latency`` seconds per completion. ``worker`` mode runs one real 
 process (threads pool, concurrency >= tasks) against PostgreSQL and Redis; ``inprocess`` runs
 the embedded runner in this process on SQLite (no Redis). Each task makes its LLM calls one
 after another, so with every task running at once the ideal LLM-call throughput is
-``concurrency / latency``; the table reports how close the run came.
+``concurrency / latency``; the table reports how close the run came, over the window in which
+every task is in its call loop (from the moment each has had its first answer until the first
+one finishes), with the per-call stretch (the call latency the worker saw / the model's) and
+the worker process's CPU time per LLM call. A few warm-up tasks run first and are not counted.
 
 Without ``--database-url`` a throw-away database is created (PostgreSQL: on
 ``ADAPT_BENCH_POSTGRES_URL``, default ``postgresql://postgres@127.0.0.1:5432/postgres``; SQLite:
@@ -150,9 +153,9 @@ def scratch_database(kind: str) -> Iterator[str]:
 
 
 async def insert_tasks(
-    sessions: async_sessionmaker[AsyncSession], n: int, model: str
+    sessions: async_sessionmaker[AsyncSession], n: int, model: str, first_seed: int = 0
 ) -> list[str]:
-    """``n`` queued TextCraft tasks (seeds 0..n-1) for ``model``."""
+    """``n`` queued TextCraft tasks (seeds ``first_seed``..) for ``model``."""
     rc = RunConfig(d_max=4)
     ids = [uuid.uuid4().hex for _ in range(n)]
     async with sessions.begin() as session:
@@ -161,8 +164,21 @@ async def insert_tasks(
             environment_config={"seed": seed}, strategy=rc.strategy, d_max=rc.d_max,
             run_config=rc.model_dump(mode="json"), executor_model=model, planner_model=model,
             executor_simulated=True, planner_simulated=True,
-        ) for seed, task_id in enumerate(ids))
+        ) for seed, task_id in enumerate(ids, first_seed))
     return ids
+
+
+#: tasks run before the measured ones, so that the process's one-time start-up work (imports,
+#: the first connections, the recipe book) is not counted per call
+WARMUP_TASKS = 4
+
+
+async def warm_up(sessions: async_sessionmaker[AsyncSession], dispatch: Any, model: str,
+                  timeout: float) -> None:
+    ids = await insert_tasks(sessions, WARMUP_TASKS, model, first_seed=10_000)
+    for task_id in ids:
+        await dispatch(task_id)
+    await wait_all(sessions, ids, timeout)
 
 
 async def wait_all(
@@ -318,6 +334,7 @@ async def _run_worker_mode(
                      for i in range(processes)]
             for proc in procs:
                 await asyncio.to_thread(_wait_worker_ready, broker_url, queue, proc.pid)
+            await warm_up(sessions, dispatcher.dispatch, spec, 60 + 50 * latency)
             ids = await insert_tasks(sessions, n, spec)
             result = await measure(sessions, ids, dispatcher.dispatch, latency=latency,
                                    concurrency=per_process * processes,
@@ -347,9 +364,10 @@ async def _run_inprocess_mode(url: str, spec: str, n: int, latency: float) -> di
                                         "llm_endpoints": [spec.rsplit("@", 1)[1]]})
     engine = create_engine(url)
     sessions = session_factory(engine)
-    ids = await insert_tasks(sessions, n, spec)
     runner = EmbeddedRunner(settings)
     try:
+        await warm_up(sessions, runner.dispatch, spec, 60 + 50 * latency)
+        ids = await insert_tasks(sessions, n, spec)
         return await measure(sessions, ids, runner.dispatch, latency=latency,
                              concurrency=concurrency, timeout=60 + 200 * latency)
     finally:
