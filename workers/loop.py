@@ -38,9 +38,18 @@ SHUTDOWN_TIMEOUT = 10.0
 GC_THRESHOLD = 50_000
 
 
+_gc_tuned: int | None = None  # the pid whose collector was tuned
+
+
 def tune_gc() -> None:
-    """For a long-lived worker process: what was imported so far is never collected (frozen
-    out of the collector's scans), and young objects are collected less often."""
+    """For a long-lived process that runs tasks (once per process): what exists after a
+    collection now (imported modules, settings) is left out of the collector's later scans,
+    and young objects are collected less often."""
+    global _gc_tuned
+    if _gc_tuned == os.getpid():
+        return
+    _gc_tuned = os.getpid()
+    gc.collect()
     gc.freeze()
     _, second, third = gc.get_threshold()
     gc.set_threshold(GC_THRESHOLD, second, third)

@@ -394,7 +394,11 @@ def run(
                 result = asyncio.run(_run_worker_mode(url, broker_url, spec, tasks, latency,
                                                       log_dir, processes))
             else:
-                result = asyncio.run(_run_inprocess_mode(url, spec, tasks, latency))
+                # the event loop ``adapt serve`` runs on (uvicorn picks uvloop when installed)
+                from workers.loop import new_event_loop
+
+                with asyncio.Runner(loop_factory=new_event_loop) as runner:
+                    result = runner.run(_run_inprocess_mode(url, spec, tasks, latency))
         except Exception:
             for log in sorted(log_dir.glob("*.log")):
                 logger.error("%s:\n%s", log.name, log.read_text(errors="replace")[-4000:])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import logging
 from collections import OrderedDict
@@ -90,13 +91,21 @@ def _nest(nodes: list[dict[str, Any]]) -> dict[str, Any] | None:
 async def render_tree(session: AsyncSession, task: Task) -> bytes:
     """The ``TaskTree`` JSON of ``task``: one query for the tree's columns, plain dicts, one
     ``orjson.dumps`` (the same document as validating ``TaskTree`` from the rows, without
-    building a pydantic model per node)."""
-    nodes = await queries.tree_nodes(session, task.id)
-    return orjson.dumps({
-        "task_id": task.id, "status": task.status, "finished": task.finished,
-        "success": task.success, "reward": task.reward, "last_seq": task.last_seq,
-        "nodes_count": len(nodes), "tree": _nest(nodes),
-    })
+    building a pydantic model per node). The collector is paused while the thousands of
+    short-lived dicts are built (nothing else runs meanwhile: there is no await)."""
+    rows = await queries.tree_rows(session, task.id)
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        nodes = queries.tree_dicts(rows)
+        return orjson.dumps({
+            "task_id": task.id, "status": task.status, "finished": task.finished,
+            "success": task.success, "reward": task.reward, "last_seq": task.last_seq,
+            "nodes_count": len(nodes), "tree": _nest(nodes),
+        })
+    finally:
+        if paused:
+            gc.enable()
 
 
 class RenderedTrees:
