@@ -136,3 +136,21 @@ async def test_a_lost_lease_writes_nothing(sessions: async_sessionmaker[AsyncSes
         assert await session.scalar(select(func.count()).select_from(EventRow)) == 0
         task = await session.get(Task, task_id)
         assert task is not None and task.status == "running" and task.last_seq == 0
+
+
+async def test_no_event_copies_a_prompt(sessions: async_sessionmaker[AsyncSession]) -> None:
+    """The event log references calls: no event of any type holds a prompt's text."""
+    import json
+
+    from adapt.store.models import EventRow
+
+    task_id, memory = await _run(sessions, 3)
+    async with sessions() as session:
+        payloads = (await session.execute(select(EventRow.payload).where(
+            EventRow.task_id == task_id))).scalars().all()
+    assert len(payloads) == len(memory.events)
+    header = paragraphs("P" + (memory.calls[0].prompt or ""))[0][1:]
+    planner = next(c.prompt for c in memory.calls if c.role == "planner") or ""
+    for payload in payloads:
+        text = json.dumps(payload, ensure_ascii=False)
+        assert header not in text and planner[:300] not in text
