@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import hashlib
 import weakref
+from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -105,12 +106,18 @@ def known_blocks(engine_key: Any) -> set[str]:
     return known
 
 
+#: how many (node, role) last prompts a writer keeps: a node's calls come one after another,
+#: so a few are enough, and a task of thousands of nodes does not keep every prompt
+LAST_PROMPTS = 32
+
+
 class PromptWriter:
-    """Cuts one task's prompts into blocks (the state of one sink: each node's last prompt)."""
+    """Cuts one task's prompts into blocks (the state of one sink: the last prompt of the
+    nodes that called most recently)."""
 
     def __init__(self, known: set[str]) -> None:
         self.known = known
-        self._last: dict[tuple[int | None, str], tuple[str, str]] = {}
+        self._last: OrderedDict[tuple[int | None, str], tuple[str, str]] = OrderedDict()
 
     def add(self, node_id: int | None, role: str, document: str,
             blocks: dict[str, dict[str, Any]]) -> str:
@@ -130,6 +137,9 @@ class PromptWriter:
             parent = ref
         assert parent is not None
         self._last[key] = (document, parent)
+        self._last.move_to_end(key)
+        if len(self._last) > LAST_PROMPTS:
+            self._last.popitem(last=False)
         return parent
 
 
