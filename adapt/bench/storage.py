@@ -5,8 +5,9 @@
 Runs simulated TextCraft tasks (in this process, zero latency) through the real ``DbSink`` on a
 throw-away database, then measures every task table (rows, indexes, TOAST) and divides by the
 LLM calls made. PostgreSQL is measured after ``VACUUM FULL`` (live data, no dead row versions;
-the size before it is printed too); SQLite after ``VACUUM``. The figure: bytes per LLM call
-<= 1.5 KB.
+the size before it is printed too); SQLite after ``VACUUM``. Two figures against 1.5 KB per LLM
+call: what the prompts take (the ``prompt_blocks`` table and the prompt columns of
+``llm_calls``), and everything.
 """
 
 from __future__ import annotations
@@ -81,15 +82,34 @@ def _sizes(url: str, *, vacuum: bool) -> dict[str, int]:
         engine.dispose()
 
 
+def _prompt_bytes(url: str, blocks_table: int) -> int:
+    """What the prompts take: the ``prompt_blocks`` table (rows, index) where it exists, plus
+    the prompt columns of ``llm_calls`` (inline text and messages, or the block ref), as
+    stored (PostgreSQL: after its own compression)."""
+    engine = create_sync_engine(_sync_url(url))
+    try:
+        with engine.connect() as conn:
+            present = {c["name"] for c in inspect(conn).get_columns("llm_calls")}
+            size = ("pg_column_size({})" if engine.dialect.name == "postgresql"
+                    else "length(CAST({} AS BLOB))")
+            columns = [c for c in ("prompt", "messages", "prompt_ref") if c in present]
+            total = " + ".join(f"COALESCE(SUM({size.format(c)}), 0)" for c in columns)
+            inline = int(conn.execute(text(f"SELECT {total} FROM llm_calls")).scalar_one())
+    finally:
+        engine.dispose()
+    return inline + blocks_table
+
+
 def run(tasks: int = 200, database: str = "postgres") -> dict[str, Any]:
     with scratch_database(database) as url:
         empty = _sizes(url, vacuum=True)
         calls = asyncio.run(_fill(url, tasks))
         raw = _sizes(url, vacuum=False)
         live = _sizes(url, vacuum=True)
-    grown = {t: live[t] - empty.get(t, 0) for t in live}
+        grown = {t: live[t] - empty.get(t, 0) for t in live}
+        prompts = _prompt_bytes(url, grown.get("prompt_blocks", 0))
     return {"database": database, "tasks": tasks, "calls": calls, "tables": grown,
-            "bytes": sum(grown.values()),
+            "bytes": sum(grown.values()), "prompt_bytes": prompts,
             "raw_bytes": sum(raw[t] - empty.get(t, 0) for t in raw)}
 
 
@@ -104,9 +124,13 @@ def report(result: dict[str, Any]) -> str:
         ("before vacuum, per call", f"{result['raw_bytes'] / calls:,.0f} B"),
         ("load (1 min)", f"{load_avg():.2f}"),
     ]
-    figure = Figure(f"storage per LLM call ({result['database']}, after vacuum)",
-                    result["bytes"] / calls, GOAL_BYTES, "B")
-    return "\n".join([table(rows), figure.line()])
+    figures = [
+        Figure(f"prompt storage per LLM call ({result['database']}: blocks and the call's "
+               "prompt columns)", result["prompt_bytes"] / calls, GOAL_BYTES, "B"),
+        Figure(f"all storage per LLM call ({result['database']}, after vacuum)",
+               result["bytes"] / calls, GOAL_BYTES, "B"),
+    ]
+    return "\n".join([table(rows), *(f.line() for f in figures)])
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:
