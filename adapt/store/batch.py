@@ -8,8 +8,9 @@ rows travel as JSON arrays unpacked by ``jsonb_to_recordset``; the statement tex
 on whether the batch ends the task, so each connection prepares it once. It is sent as a
 driver-level statement (no ORM, no SQL compilation, no statement per row).
 
-Other databases (SQLite): the same rows through SQLAlchemy Core ``executemany`` statements in
-one transaction.
+SQLite: ``adapt.store.batch_sqlite`` (one transaction on the driver's thread). Both do what
+``adapt.store.tasks.record_batch`` does for the task row, in the same statement or transaction
+as the rows.
 """
 
 from __future__ import annotations
@@ -19,12 +20,8 @@ from datetime import datetime
 from typing import Any
 
 import orjson
-from sqlalchemy import bindparam, insert, update
-from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from adapt.store.models import EventRow, LLMCallRow, NodeRow, PromptBlock, StepRow, Task
-from adapt.store.tasks import record_batch
 from adapt.store.text import storable
 
 
@@ -154,63 +151,3 @@ async def write_postgres(engine: AsyncEngine, task_id: str, attempt: int, owner:
         await conn.execution_options(isolation_level="AUTOCOMMIT")
         row: Any = (await conn.exec_driver_sql(_PG[batch.final is not None], args)).first()
     return None if row is None else (int(row[0]), bool(row[1]))
-
-
-# -- any database: SQLAlchemy Core in one transaction -----------------------------------------
-_node_update = (
-    update(NodeRow)
-    .where(NodeRow.task_id == bindparam("b_task_id"), NodeRow.id == bindparam("b_id"))
-    .values({c: bindparam(c) for c in _NODE_COLS if c != "id"} | {"updated_at":
-                                                                  bindparam("updated_at")})
-)
-
-
-async def write_core(engine: AsyncEngine, task_id: str, attempt: int, owner: str,
-                     batch: Batch, values: dict[str, Any], now: datetime
-                     ) -> tuple[int, bool] | None:
-    task_values: dict[str, Any] = {"updated_at": now}
-    if batch.created:
-        task_values["nodes_count"] = Task.nodes_count + len(batch.created)
-    if values["calls"]:
-        task_values.update(
-            llm_calls=Task.llm_calls + values["calls"],
-            prompt_tokens=Task.prompt_tokens + values["prompt_tokens"],
-            completion_tokens=Task.completion_tokens + values["completion_tokens"],
-            cost_usd=None if values["cost_usd"] is None
-            else Task.cost_usd + values["cost_usd"])
-    if batch.final is not None:
-        task_values.update(batch.final, finished_at=now, lease_owner=None,
-                           lease_expires_at=None)
-    rows = orjson.loads(_safe([list(batch.blocks.values()), list(batch.created.values()),
-                               list(batch.updated.values()), batch.steps, batch.calls,
-                               batch.events, task_values.get("result")]))
-    blocks, created, updated, steps, calls, events, result = rows
-    if "result" in task_values:
-        task_values["result"] = result
-    async with engine.begin() as conn:
-        got = await record_batch(conn, task_id, attempt, owner, len(events), task_values)
-        if got is None:
-            return None
-        last = got[0]
-        if blocks:
-            await conn.execute(sqlite_insert(PromptBlock).on_conflict_do_nothing()
-                               if engine.dialect.name == "sqlite"
-                               else insert(PromptBlock), blocks)
-        if created:
-            await conn.execute(insert(NodeRow), [
-                {"task_id": task_id, **r, "updated_at": now} for r in created])
-        if updated:
-            await conn.execute(_node_update, [
-                {"b_task_id": task_id, "b_id": r.pop("id"), **r, "updated_at": now}
-                for r in updated])
-        if steps:
-            await conn.execute(insert(StepRow), [{"task_id": task_id, **r} for r in steps])
-        if calls:
-            await conn.execute(insert(LLMCallRow), [
-                {"task_id": task_id, **r, "attempt": attempt, "created_at": now}
-                for r in calls])
-        first = last - len(events) + 1
-        await conn.execute(insert(EventRow), [
-            {"task_id": task_id, "seq": first + i, **e, "created_at": now}
-            for i, e in enumerate(events)])
-    return got

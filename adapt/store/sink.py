@@ -37,7 +37,7 @@ from adapt.engine.events import (
     TaskFinished,
 )
 from adapt.errors import LeaseLost
-from adapt.store.batch import Batch, write_core, write_postgres
+from adapt.store.batch import Batch, write_postgres
 from adapt.store.batch_sqlite import write_sqlite
 from adapt.store.models import utcnow
 from adapt.store.prompts import PromptWriter, encode, known_blocks
@@ -46,7 +46,7 @@ from adapt.store.responses import response_extra
 log = logging.getLogger(__name__)
 
 MAX_BUFFER = 64  # write early if a flush is this long in coming
-#: how a batch is written, by database (``write_core`` for any other)
+#: how a batch is written, by database (the two ``adapt.store.db`` accepts)
 WRITERS = {"postgresql": write_postgres, "sqlite": write_sqlite}
 
 
@@ -71,7 +71,7 @@ class DbSink:
         self.cancel_requested = False
         engine: AsyncEngine = sessions.kw["bind"]
         self._engine = engine
-        self._write = WRITERS.get(engine.dialect.name, write_core)
+        self._write = WRITERS[engine.dialect.name]
         self._prompts = PromptWriter(known_blocks(engine.sync_engine))
         self._batch = Batch()
         self._pending: asyncio.Future[None] | None = None

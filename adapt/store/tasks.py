@@ -8,7 +8,8 @@ so concurrent writers never both win; a write whose condition failed returns Non
 Event sequence numbers come from ``tasks.last_seq``: a write that also appends an event bumps
 ``last_seq`` in the same UPDATE, which locks the task row until commit (PostgreSQL) or holds the
 write lock (SQLite), so concurrent writers never reuse or skip a number. ``append_event`` does
-the same for an event alone. (``DbSink.flush`` allocates a whole batch with ``record_batch``.)
+the same for an event alone, ``record_batch`` for a batch of them (``DbSink``'s writers,
+``adapt.store.batch``, do what it does in the statement that writes the batch).
 
 Functions taking a session run in the caller's transaction (``submit``, ``cancel`` and
 ``resume`` commit it); functions taking a session factory run their own.
