@@ -113,6 +113,7 @@ def create_app(settings: Settings | None = None, *,
     app.state.settings = settings
     app.state.given_dispatcher = dispatcher
     app.state.keys_cache = KeysCache()
+    app.state.rendered_trees = tree.RenderedTrees()
     app.state.stream_options = StreamOptions(
         poll_seconds=float(getattr(settings, "sse_poll_seconds", 0.2)),
         keepalive_seconds=float(getattr(settings, "sse_keepalive_seconds", 15.0)),

@@ -17,6 +17,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from adapt.service.execute import ServiceContext, drain, execute_task
 from adapt.service.sweeper import reclaim_dead_leases, release_leases
 from adapt.settings import Settings
+from workers.loop import tune_gc
 from workers.sweeper import queued_grace, sweep_forever
 
 log = logging.getLogger(__name__)
@@ -27,6 +28,7 @@ class EmbeddedRunner:
     most ``settings.concurrency`` at once."""
 
     def __init__(self, settings: Settings, *, engine: AsyncEngine | None = None) -> None:
+        tune_gc()
         self.settings = settings
         self._engine = engine
         self._ctx: ServiceContext | None = None

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import gc
 import logging
 import os
 import threading
@@ -32,11 +33,44 @@ T = TypeVar("T")
 SHUTDOWN_TIMEOUT = 10.0
 
 
+#: the cyclic garbage collector's first threshold in a worker (Python's default is 700): with
+#: hundreds of tasks alive, collecting every 700 net allocations cost ~7% of the CPU per call
+GC_THRESHOLD = 50_000
+
+
+_gc_tuned: int | None = None  # the pid whose collector was tuned
+
+
+def tune_gc() -> None:
+    """For a long-lived process that runs tasks (once per process): what exists after a
+    collection now (imported modules, settings) is left out of the collector's later scans,
+    and young objects are collected less often."""
+    global _gc_tuned
+    if _gc_tuned == os.getpid():
+        return
+    _gc_tuned = os.getpid()
+    gc.collect()
+    gc.freeze()
+    _, second, third = gc.get_threshold()
+    gc.set_threshold(GC_THRESHOLD, second, third)
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop's event loop where it is installed (``uvicorn[standard]`` brings it; its sockets
+    and scheduling cost a fraction of asyncio's pure-Python ones), else asyncio's."""
+    try:
+        import uvloop
+    except ImportError:  # e.g. Windows, where uvloop does not install
+        return asyncio.new_event_loop()
+    loop: asyncio.AbstractEventLoop = uvloop.new_event_loop()
+    return loop
+
+
 class LoopThread:
     """An asyncio event loop running forever in a daemon thread."""
 
     def __init__(self, name: str = "adapt-loop") -> None:
-        self.loop = asyncio.new_event_loop()
+        self.loop = new_event_loop()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -210,6 +244,7 @@ def get_runtime(
     global _runtime
     with _runtime_lock:
         if _runtime is None or _runtime.pid != os.getpid():
+            tune_gc()
             _runtime = WorkerRuntime(settings or Settings(), redispatch=redispatch,
                                      include_queued=include_queued)
         return _runtime

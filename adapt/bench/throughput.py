@@ -8,7 +8,10 @@ process) with ``latency`` seconds per completion. ``worker`` mode runs one real 
 process (threads pool, concurrency >= tasks) against PostgreSQL and Redis; ``inprocess`` runs
 the embedded runner in this process on SQLite (no Redis). Each task makes its LLM calls one
 after another, so with every task running at once the ideal LLM-call throughput is
-``concurrency / latency``; the table reports how close the run came.
+``concurrency / latency``; the table reports how close the run came, over the window in which
+every task is in its call loop (from the moment each has had its first answer until the first
+one finishes), with the per-call stretch (the call latency the worker saw / the model's) and
+the worker process's CPU time per LLM call. A few warm-up tasks run first and are not counted.
 
 Without ``--database-url`` a throw-away database is created (PostgreSQL: on
 ``ADAPT_BENCH_POSTGRES_URL``, default ``postgresql://postgres@127.0.0.1:5432/postgres``; SQLite:
@@ -20,6 +23,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import contextlib
+import json
 import logging
 import os
 import socket
@@ -38,6 +42,7 @@ import httpx
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from adapt.bench.perfkit import Figure, load_avg, table
 from adapt.engine import RunConfig
 from adapt.settings import Settings
 from adapt.store.db import create_engine, session_factory
@@ -148,9 +153,9 @@ def scratch_database(kind: str) -> Iterator[str]:
 
 
 async def insert_tasks(
-    sessions: async_sessionmaker[AsyncSession], n: int, model: str
+    sessions: async_sessionmaker[AsyncSession], n: int, model: str, first_seed: int = 0
 ) -> list[str]:
-    """``n`` queued TextCraft tasks (seeds 0..n-1) for ``model``."""
+    """``n`` queued TextCraft tasks (seeds ``first_seed``..) for ``model``."""
     rc = RunConfig(d_max=4)
     ids = [uuid.uuid4().hex for _ in range(n)]
     async with sessions.begin() as session:
@@ -159,8 +164,21 @@ async def insert_tasks(
             environment_config={"seed": seed}, strategy=rc.strategy, d_max=rc.d_max,
             run_config=rc.model_dump(mode="json"), executor_model=model, planner_model=model,
             executor_simulated=True, planner_simulated=True,
-        ) for seed, task_id in enumerate(ids))
+        ) for seed, task_id in enumerate(ids, first_seed))
     return ids
+
+
+#: tasks run before the measured ones, so that the process's one-time start-up work (imports,
+#: the first connections, the recipe book) is not counted per call
+WARMUP_TASKS = 4
+
+
+async def warm_up(sessions: async_sessionmaker[AsyncSession], dispatch: Any, model: str,
+                  timeout: float) -> None:
+    ids = await insert_tasks(sessions, WARMUP_TASKS, model, first_seed=10_000)
+    for task_id in ids:
+        await dispatch(task_id)
+    await wait_all(sessions, ids, timeout)
 
 
 async def wait_all(
@@ -181,36 +199,81 @@ async def wait_all(
         return list((await session.execute(select(Task).where(Task.id.in_(ids)))).scalars())
 
 
-async def _calls_before(
-    sessions: async_sessionmaker[AsyncSession], ids: list[str], until: datetime
-) -> int:
+async def _calls_between(
+    sessions: async_sessionmaker[AsyncSession], ids: list[str], after: datetime,
+    until: datetime,
+) -> tuple[int, float]:
+    """LLM calls answered in (after, until], and their mean latency as the client saw it."""
     async with sessions() as session:
-        return int((await session.execute(
-            select(func.count()).select_from(LLMCallRow)
-            .where(LLMCallRow.task_id.in_(ids), LLMCallRow.created_at <= until))).scalar_one())
+        row = (await session.execute(
+            select(func.count(), func.avg(LLMCallRow.latency_s))
+            .where(LLMCallRow.task_id.in_(ids), LLMCallRow.created_at > after,
+                   LLMCallRow.created_at <= until))).one()
+    return int(row[0]), float(row[1] or "nan")
+
+
+async def _first_answers(
+    sessions: async_sessionmaker[AsyncSession], ids: list[str]
+) -> dict[str, datetime]:
+    """When each task's first LLM call was answered (recorded)."""
+    async with sessions() as session:
+        rows = (await session.execute(
+            select(LLMCallRow.task_id, func.min(LLMCallRow.created_at))
+            .where(LLMCallRow.task_id.in_(ids)).group_by(LLMCallRow.task_id))).all()
+    return {str(r[0]): r[1] for r in rows}
+
+
+def _cpu_seconds(pid: int | None) -> float:
+    """CPU seconds (user + system) of process ``pid`` (None: this process) so far."""
+    if pid is None:
+        return time.process_time()
+    # Linux: utime and stime, in clock ticks, are fields 14 and 15 of /proc/PID/stat (the
+    # command name, field 2, may hold spaces: split after its closing parenthesis)
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 async def measure(
     sessions: async_sessionmaker[AsyncSession], ids: list[str], dispatch: Any,
-    *, latency: float, concurrency: int, timeout: float,
+    *, latency: float, concurrency: int, timeout: float, pid: int | None = None,
 ) -> dict[str, Any]:
-    """Dispatch every task, wait for all, compute the numbers."""
-    start_wall, t0 = utcnow(), time.monotonic()
+    """Dispatch every task, wait for all, compute the numbers. ``pid``: the worker process
+    whose CPU time is measured (None: this process, the embedded runner's)."""
+    start_wall, t0, cpu0 = utcnow(), time.monotonic(), _cpu_seconds(pid)
     for task_id in ids:
         await dispatch(task_id)
     rows = await wait_all(sessions, ids, timeout)
+    if not any(r.llm_calls for r in rows):
+        errors = {r.error for r in rows}
+        raise RuntimeError(f"no task made an LLM call: {sorted(map(str, errors))[:3]}")
     wall = time.monotonic() - t0
+    cpu = _cpu_seconds(pid) - cpu0
     calls = sum(r.llm_calls for r in rows)
     finished = [r.finished_at for r in rows if r.finished_at is not None]
     first_done = min(finished)
-    # steady state: from dispatch until the first task finished, every task was running
-    window = (first_done - start_wall).total_seconds()
-    steady_calls = await _calls_before(sessions, ids, first_done)
+    # "all running": from the moment every task had its first answer (all of them are in
+    # their call loop) until the first one finished. Starting the window at the dispatch
+    # instead counted the start-up of every task (dispatch, claim, loading, the first call)
+    # as time without calls, which understated the rate most where tasks are short or few;
+    # the start-up is reported on its own (``startup_s``).
+    firsts = await _first_answers(sessions, ids)
+    last_first = max(firsts.values())
+    window = (first_done - last_first).total_seconds()
+    if window <= 0:  # a task finished before the last one's first answer: no such window
+        window_start = start_wall
+        window = (first_done - start_wall).total_seconds()
+    else:
+        window_start = last_first
+    startup = [(firsts[r.id] - r.started_at).total_seconds() - latency for r in rows
+               if r.id in firsts and r.started_at is not None]
+    steady_calls, steady_latency = await _calls_between(sessions, ids, window_start,
+                                                        first_done)
     ideal = min(len(ids), concurrency) / latency
     runs = [(r.finished_at - r.started_at).total_seconds() for r in rows
             if r.finished_at is not None and r.started_at is not None]
     stretch = [(r.finished_at - r.started_at).total_seconds() / (r.llm_calls * latency)
                for r in rows if r.finished_at and r.started_at and r.llm_calls]
+    rate = steady_calls / window if window > 0 else float("nan")
     return {
         "tasks": len(ids),
         "succeeded": sum(r.status == "succeeded" for r in rows),
@@ -218,14 +281,20 @@ async def measure(
         "tasks_per_s": len(ids) / wall,
         "llm_calls": calls,
         "llm_calls_per_s": calls / wall,
-        "steady_llm_calls_per_s": steady_calls / window if window > 0 else float("nan"),
+        "window_s": window,
+        "window_from_last_start": window_start is not start_wall,
+        "startup_s": statistics.median(startup),
+        "steady_llm_calls_per_s": rate,
         "ideal_llm_calls_per_s": ideal,
-        "efficiency": (steady_calls / window) / ideal if window > 0 else float("nan"),
+        "efficiency": rate / ideal,
         "overall_efficiency": (calls / wall) / ideal,
         "mean_task_latency_s": statistics.fmean(
             (f - start_wall).total_seconds() for f in finished),
         "mean_task_run_s": statistics.fmean(runs),
         "mean_call_stretch": statistics.fmean(stretch),
+        "call_latency_stretch": steady_latency / latency,
+        "cpu_s": cpu,
+        "cpu_ms_per_call": 1000 * cpu / calls if calls else float("nan"),
     }
 
 
@@ -252,7 +321,9 @@ async def _run_worker_mode(
 
     queue = f"adapt-bench-{uuid.uuid4().hex[:8]}"
     per_process = max(-(-n // processes), 1)
-    env = _env(ADAPT_DATABASE_URL=url, ADAPT_BROKER_URL=broker_url, ADAPT_CELERY_QUEUE=queue)
+    base_url = spec.rsplit("@", 1)[1]  # the simulator's endpoint, which tasks may name
+    env = _env(ADAPT_DATABASE_URL=url, ADAPT_BROKER_URL=broker_url, ADAPT_CELERY_QUEUE=queue,
+               ADAPT_LLM_ENDPOINTS=json.dumps([base_url]))
     engine = create_engine(url)
     sessions = session_factory(engine)
     dispatcher = CeleryDispatcher(broker_url, queue=queue)
@@ -263,10 +334,15 @@ async def _run_worker_mode(
                      for i in range(processes)]
             for proc in procs:
                 await asyncio.to_thread(_wait_worker_ready, broker_url, queue, proc.pid)
+            await warm_up(sessions, dispatcher.dispatch, spec, 60 + 50 * latency)
             ids = await insert_tasks(sessions, n, spec)
-            return await measure(sessions, ids, dispatcher.dispatch, latency=latency,
-                                 concurrency=per_process * processes,
-                                 timeout=60 + 200 * latency)
+            result = await measure(sessions, ids, dispatcher.dispatch, latency=latency,
+                                   concurrency=per_process * processes,
+                                   timeout=60 + 200 * latency,
+                                   pid=procs[0].pid if processes == 1 else None)
+            if processes > 1:  # every worker's CPU, not this process's
+                result["cpu_ms_per_call"] = float("nan")
+            return result
     finally:
         await dispatcher.aclose()
         await engine.dispose()
@@ -284,12 +360,14 @@ async def _run_inprocess_mode(url: str, spec: str, n: int, latency: float) -> di
     from workers.embedded import EmbeddedRunner
 
     concurrency = max(n, 1)
-    settings = Settings.model_validate({"ADAPT_DATABASE_URL": url, "concurrency": concurrency})
+    settings = Settings.model_validate({"ADAPT_DATABASE_URL": url, "concurrency": concurrency,
+                                        "llm_endpoints": [spec.rsplit("@", 1)[1]]})
     engine = create_engine(url)
     sessions = session_factory(engine)
-    ids = await insert_tasks(sessions, n, spec)
     runner = EmbeddedRunner(settings)
     try:
+        await warm_up(sessions, runner.dispatch, spec, 60 + 50 * latency)
+        ids = await insert_tasks(sessions, n, spec)
         return await measure(sessions, ids, runner.dispatch, latency=latency,
                              concurrency=concurrency, timeout=60 + 200 * latency)
     finally:
@@ -316,7 +394,11 @@ def run(
                 result = asyncio.run(_run_worker_mode(url, broker_url, spec, tasks, latency,
                                                       log_dir, processes))
             else:
-                result = asyncio.run(_run_inprocess_mode(url, spec, tasks, latency))
+                # the event loop ``adapt serve`` runs on (uvicorn picks uvloop when installed)
+                from workers.loop import new_event_loop
+
+                with asyncio.Runner(loop_factory=new_event_loop) as runner:
+                    result = runner.run(_run_inprocess_mode(url, spec, tasks, latency))
         except Exception:
             for log in sorted(log_dir.glob("*.log")):
                 logger.error("%s:\n%s", log.name, log.read_text(errors="replace")[-4000:])
@@ -335,14 +417,25 @@ def format_table(result: dict[str, Any]) -> str:
         ("tasks/s", f"{result['tasks_per_s']:.2f}"),
         ("LLM calls", f"{result['llm_calls']}"),
         ("LLM calls/s (overall)", f"{result['llm_calls_per_s']:.1f}"),
+        ("task start-up (claim to first call sent), median", f"{result['startup_s']:.2f} s"),
+        ("all running (every task answered once .. first finish)",
+         f"{result['window_s']:.1f} s" + ("" if result["window_from_last_start"]
+                                          else " (from the dispatch: no such window)")),
         ("LLM calls/s (all running)", f"{result['steady_llm_calls_per_s']:.1f}"),
         ("ideal LLM calls/s", f"{result['ideal_llm_calls_per_s']:.1f}"),
         ("efficiency (all running)", f"{100 * result['efficiency']:.0f}%"),
+        ("per-call stretch (call latency / model latency)",
+         f"{result['call_latency_stretch']:.2f}"),
         ("mean task latency", f"{result['mean_task_latency_s']:.2f} s"),
         ("mean run time / (calls x latency)", f"{result['mean_call_stretch']:.2f}"),
+        ("worker CPU per LLM call", f"{result['cpu_ms_per_call']:.2f} ms"),
+        ("load (1 min)", f"{load_avg():.2f}"),
     ]
-    width = max(len(k) for k, _ in rows)
-    return "\n".join(f"{k:<{width}}  {v}" for k, v in rows)
+    figures = [Figure("LLM calls/s while all run / ideal", 100 * result["efficiency"], 90.0,
+                      "%", higher=True)]
+    if result["cpu_ms_per_call"] == result["cpu_ms_per_call"]:  # not NaN
+        figures.append(Figure("worker CPU per LLM call", result["cpu_ms_per_call"], 2.0, "ms"))
+    return "\n".join([table(rows), *(f.line() for f in figures)])
 
 
 def main(argv: list[str] | None = None) -> dict[str, Any]:

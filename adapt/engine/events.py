@@ -98,10 +98,14 @@ class TreeSink(Protocol):
     async def emit(self, event: Event) -> None: ...
 
 
-async def flush(sink: TreeSink) -> None:
+async def flush(sink: TreeSink, *, soon: bool = False) -> None:
     """Ask a buffering sink to write what it holds (the engine calls this before every LLM call
-    and at the end). Sinks without a ``flush`` method need nothing."""
-    method = getattr(sink, "flush", None)
+    and at the end). Sinks without a ``flush`` method need nothing. ``soon`` (before an LLM
+    call): the engine need not wait for the write, which may land while the model answers; a
+    sink that can write in the background says so with a ``flush_soon`` method."""
+    method = getattr(sink, "flush_soon", None) if soon else None
+    if method is None:
+        method = getattr(sink, "flush", None)
     if method is not None:
         await method()
 
@@ -124,6 +128,10 @@ class FanoutSink:
     async def flush(self) -> None:
         for sink in self.sinks:
             await flush(sink)
+
+    async def flush_soon(self) -> None:
+        for sink in self.sinks:
+            await flush(sink, soon=True)
 
 
 class MemorySink:

@@ -49,6 +49,13 @@ def default_price(model: str, usage: Usage, simulated: bool) -> float | None:
     return cost(model, usage, simulated=simulated)
 
 
+def _snapshot(node: Node) -> Node:
+    """A copy of ``node`` that later changes do not reach: fields are replaced, never changed
+    in place, except ``usage`` (``UsageTotals.add``), which is copied. (A deep copy of the
+    plan on every event cost more than the rest of the event.)"""
+    return node.model_copy(update={"usage": node.usage.model_copy()})
+
+
 class Run:
     def __init__(
         self,
@@ -98,13 +105,13 @@ class Run:
         self.budget.check_nodes(len(self.nodes) + 1)
         node = Node(id=len(self.nodes) + 1, **fields)
         self.nodes[node.id] = node
-        await self.sink.emit(NodeCreated(node=node.model_copy(deep=True)))
+        await self.sink.emit(NodeCreated(node=_snapshot(node)))
         return node
 
     async def update(self, node: Node, **fields: Any) -> None:
         for key, value in fields.items():
             setattr(node, key, value)
-        await self.sink.emit(NodeUpdated(node=node.model_copy(deep=True)))
+        await self.sink.emit(NodeUpdated(node=_snapshot(node)))
 
     async def add_step(self, node: Node, step: Step) -> None:
         node.steps_count = step.index
@@ -134,7 +141,8 @@ class Run:
 
         ``annotate`` (the decoding monitor's) turns the response into a record stored with the
         call (``LLMCall.monitor``)."""
-        await flush(self.sink)  # persist what happened so far before waiting on the model
+        # persist what happened so far while the model answers
+        await flush(self.sink, soon=True)
         if await self._cancelled():
             raise CancelledByUser("cancelled by user")
         self.budget.check_call(self.usage)
@@ -180,7 +188,7 @@ class Run:
         results). Checked and recorded like any call: role ``scorer``, the scored text as the
         prompt, an empty completion, the continuation's token count as completion tokens and
         the prompt's estimated (the scoring endpoint reports no usage)."""
-        await flush(self.sink)
+        await flush(self.sink, soon=True)
         if await self._cancelled():
             raise CancelledByUser("cancelled by user")
         self.budget.check_call(self.usage)

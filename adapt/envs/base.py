@@ -14,6 +14,7 @@ followed by ``"> "``, where the model writes its next line.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -23,6 +24,14 @@ from pydantic import BaseModel, ValidationError
 from pydantic_settings import BaseSettings
 
 from adapt.errors import InvalidConfig
+
+
+@functools.lru_cache(maxsize=512)
+def package_text(package: str, *parts: str) -> str | None:
+    """The text of a package data file (None: no such file), read once per process: prompt
+    templates are rendered on every LLM call."""
+    path = resources.files(package).joinpath(*parts)
+    return path.read_text(encoding="utf-8") if path.is_file() else None
 
 
 @dataclass(frozen=True, slots=True)
@@ -247,10 +256,10 @@ class BaseEnvironment:
     def prompt_template(self, kind: str) -> str:
         if self.prompt_package is None:
             raise KeyError(kind)
-        path = resources.files(self.prompt_package).joinpath("prompts", f"{kind}.txt")
-        if not path.is_file():
+        text = package_text(self.prompt_package, "prompts", f"{kind}.txt")
+        if text is None:
             raise KeyError(kind)
-        return path.read_text(encoding="utf-8")
+        return text
 
     def is_failure(self, observation: str) -> bool:
         return False

@@ -352,6 +352,19 @@ def _current_cancelling() -> bool:
 async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
     env = None
     trace: OtelSink | None = None
+    sink: DbSink | None = None
+
+    async def settled() -> bool:
+        """The write under way (the flush before a call that then failed) lands before the
+        task ends with an error; False when this attempt lost its lease meanwhile."""
+        try:
+            if sink is not None:
+                await sink.settle()
+        except LeaseLost:
+            log.warning("task %s: attempt %d lost its lease", task_id, attempt)
+            return False
+        return True
+
     try:
         task = await task_rows.load(ctx.sessions, task_id)
         if task is None:
@@ -385,7 +398,7 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
             sinks.append(WebhookSink(ctx.sessions, task_id, endpoints, wake=wake))
 
         if ctx.telemetry is not None:
-            trace = await _trace_sink(ctx, task, skip)
+            trace = await _trace_sink(ctx, task, skip, sink)
         tail: list[TreeSink] = [sink] if trace is None else [sink, trace]
 
         def cancelled() -> bool:
@@ -410,15 +423,21 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
         return None
     except ProviderUnavailable as exc:
         log.warning("task %s: provider unavailable: %s", task_id, exc)
+        if not await settled():
+            return None
         await _finish_with_error(ctx, task_id, attempt, f"provider unavailable: {exc}", trace)
         return "error"
     except UserError as exc:
+        if not await settled():
+            return None
         await _finish_with_error(ctx, task_id, attempt, str(exc), trace)
         return "error"
     except Exception as exc:
         if is_database_error(exc):
             raise  # execute_task resumes the task once the database answers
         log.exception("task %s failed unexpectedly", task_id)
+        if not await settled():
+            return None
         await _finish_with_error(ctx, task_id, attempt, public_error(exc), trace)
         return "error"
     finally:
@@ -426,7 +445,7 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
             env.close()
 
 
-async def _trace_sink(ctx: ServiceContext, task: Any, skip: int) -> OtelSink:
+async def _trace_sink(ctx: ServiceContext, task: Any, skip: int, sink: DbSink) -> OtelSink:
     """The task's span sink; a resumed attempt gets the event log's times for its replay."""
     from adapt.telemetry.history import ns, task_info
     from adapt.telemetry.sink import OtelSink, Replay
@@ -440,4 +459,5 @@ async def _trace_sink(ctx: ServiceContext, task: Any, skip: int) -> OtelSink:
         replay = Replay({k: ns(v) for k, v in recorded.times.items()},
                         [(after, ns(at)) for after, at in recorded.aborts])
     builder = TraceBuilder(task_info(task), content=ctx.settings.otel_capture_content)
-    return OtelSink(builder, ctx.telemetry.export, skip=skip, replay=replay)
+    return OtelSink(builder, ctx.telemetry.export, skip=skip, replay=replay,
+                    writing=sink.writing)

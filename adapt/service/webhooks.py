@@ -16,7 +16,6 @@ delivery whose answer was lost can tell.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import logging
 import time
@@ -76,6 +75,10 @@ class WebhookSink:
             self.wake()
 
 
+#: deliveries one process sends at once
+SEND_LIMIT = 20
+
+
 class WebhookSender:
     """Sends due deliveries for one process; :meth:`run` until cancelled."""
 
@@ -96,34 +99,63 @@ class WebhookSender:
         return float(min(self.settings.webhook_backoff_seconds * 2 ** (attempts - 1), 3600.0))
 
     async def run(self) -> None:
+        """Send due deliveries until cancelled: up to ``SEND_LIMIT`` at once, each on its own,
+        so a receiver that hangs until the timeout holds one slot, not the others (due ones
+        are claimed as soon as a slot is free)."""
         timeout = self.settings.webhook_timeout_seconds
         self._client = httpx.AsyncClient(timeout=timeout, follow_redirects=False,
                                          headers={"user-agent": USER_AGENT})
+        sending: set[asyncio.Task[None]] = set()
         try:
             while True:
-                try:
-                    sent = await self.send_due()
-                except asyncio.CancelledError:
-                    raise
-                except Exception as exc:  # the database is away: try again at the next poll
-                    log.warning("webhook sender: %s", type(exc).__name__,
-                                exc_info=log.isEnabledFor(logging.DEBUG))
-                    sent = 0
-                if sent:
-                    continue
+                claimed = 0
+                if len(sending) < SEND_LIMIT:
+                    try:
+                        due = await self._claim(SEND_LIMIT - len(sending))
+                    except asyncio.CancelledError:
+                        raise
+                    except Exception as exc:  # the database is away: try again at the next poll
+                        log.warning("webhook sender: %s", type(exc).__name__,
+                                    exc_info=log.isEnabledFor(logging.DEBUG))
+                        due = []
+                    for d in due:
+                        task = asyncio.create_task(self._send_logged(d))
+                        sending.add(task)
+                        task.add_done_callback(sending.discard)
+                    claimed = len(due)
+                if claimed and len(sending) < SEND_LIMIT:
+                    continue  # more may be due
                 self._wake.clear()
-                with contextlib.suppress(TimeoutError):
-                    await asyncio.wait_for(self._wake.wait(),
-                                           self.settings.webhook_poll_seconds)
+                woken = asyncio.ensure_future(self._wake.wait())
+                full = set(sending) if len(sending) >= SEND_LIMIT else set()
+                try:
+                    await asyncio.wait({woken, *full}, timeout=self.settings.webhook_poll_seconds,
+                                       return_when=asyncio.FIRST_COMPLETED)
+                finally:
+                    woken.cancel()
         finally:
+            for task in sending:
+                task.cancel()
+            await asyncio.gather(*sending, return_exceptions=True)
             await self._client.aclose()
 
-    async def send_due(self, limit: int = 20) -> int:
+    async def _claim(self, limit: int) -> list[store.Claimed]:
         hold = self.settings.webhook_timeout_seconds * 3 + 30
-        due = await store.claim_due(self.sessions, self.owner, limit=limit, hold_seconds=hold)
+        return await store.claim_due(self.sessions, self.owner, limit=limit, hold_seconds=hold)
+
+    async def send_due(self, limit: int = SEND_LIMIT) -> int:
+        """Claim up to ``limit`` due deliveries and send them (all finished on return)."""
+        due = await self._claim(limit)
         if due:
             await asyncio.gather(*(self._send(d) for d in due))
         return len(due)
+
+    async def _send_logged(self, d: store.Claimed) -> None:
+        try:
+            await self._send(d)
+        except Exception as exc:  # recording the attempt failed: the hold expires, it is sent again
+            log.warning("webhook %s: %s", d.id, type(exc).__name__,
+                        exc_info=log.isEnabledFor(logging.DEBUG))
 
     async def _send(self, d: store.Claimed) -> None:
         if self._client is None:

@@ -26,6 +26,7 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
 )
+from sqlalchemy import false as sa_false
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -201,8 +202,15 @@ class LLMCallRow(Base):
     role: Mapped[str] = mapped_column(String(32))
     model: Mapped[str] = mapped_column(Text)
     simulated: Mapped[bool] = mapped_column(Boolean, default=False)
-    prompt: Mapped[str | None] = mapped_column(Text)  # None unless prompts are stored
-    messages: Mapped[list[dict[str, str]] | None] = mapped_column(JSONType)  # chat messages
+    #: the prompt, inline: rows written before prompts were stored as blocks (0010) only
+    prompt: Mapped[str | None] = mapped_column(Text)
+    messages: Mapped[list[dict[str, str]] | None] = mapped_column(JSONType)  # likewise
+    #: the last block of the call's prompt in ``prompt_blocks`` (``adapt.store.prompts``);
+    #: None when prompts are not stored
+    prompt_ref: Mapped[str | None] = mapped_column(String(32))
+    #: sent as chat messages (else as one prompt): the GenAI operation, ``chat`` or
+    #: ``text_completion``, without reading the prompt
+    chat: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sa_false())
     stop: Mapped[list[str] | None] = mapped_column(JSONType)  # stop sequences
     request_fingerprint: Mapped[str] = mapped_column(String(64))
     response: Mapped[dict[str, Any]] = mapped_column(JSONType)  # ChatResponse JSON, for replay
@@ -218,6 +226,17 @@ class LLMCallRow(Base):
     retries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     attempt: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+
+class PromptBlock(Base):
+    """A piece of a prompt, stored once: addressed by the hash of (``parent``, ``text``); a
+    call's prompt is the chain that ends at its ``prompt_ref`` (``adapt.store.prompts``)."""
+
+    __tablename__ = "prompt_blocks"
+
+    hash: Mapped[str] = mapped_column(String(32), primary_key=True)
+    parent: Mapped[str | None] = mapped_column(String(32))
+    text: Mapped[str] = mapped_column(Text)
 
 
 class EventRow(Base):

@@ -117,6 +117,41 @@ async def task_nodes(session: AsyncSession, task_id: str) -> Sequence[NodeRow]:
     return (await session.execute(stmt)).scalars().all()
 
 
+#: the columns of a tree node (``api.schemas.TreeNode`` without ``children``), in its order
+TREE_COLUMNS = ("id", "parent_id", "position", "kind", "goal", "depth", "logic", "status",
+                "executor_success", "self_assessed", "claim", "verdict", "evidence", "success",
+                "reward", "termination", "steps_count", "usage", "error", "label")
+_USAGE = (("llm_calls", 0), ("prompt_tokens", 0), ("completion_tokens", 0), ("cost_usd", 0.0))
+
+
+async def tree_rows(session: AsyncSession, task_id: str) -> Sequence[Any]:
+    """Every node of the task as a row of ``TREE_COLUMNS``, ordered by (parent, position,
+    id): one statement, no ORM objects."""
+    stmt = (
+        select(*(getattr(NodeRow, c) for c in TREE_COLUMNS))
+        .where(NodeRow.task_id == task_id)
+        .order_by(NodeRow.parent_id, NodeRow.position, NodeRow.id)
+    )
+    return (await session.execute(stmt)).all()
+
+
+def tree_dicts(rows: Sequence[Any]) -> list[dict[str, Any]]:
+    """:func:`tree_rows` as plain dicts (``usage`` complete, an empty ``children`` list)."""
+    out = []
+    for row in rows:
+        node = dict(zip(TREE_COLUMNS, row, strict=True))
+        usage = node["usage"] or {}
+        node["usage"] = {k: usage.get(k, default) for k, default in _USAGE}
+        node["children"] = []
+        out.append(node)
+    return out
+
+
+async def tree_nodes(session: AsyncSession, task_id: str) -> list[dict[str, Any]]:
+    """Every node of the task as a plain dict (:func:`tree_rows`, :func:`tree_dicts`)."""
+    return tree_dicts(await tree_rows(session, task_id))
+
+
 async def get_node(session: AsyncSession, task_id: str, node_id: int) -> NodeRow | None:
     stmt = select(NodeRow).where(NodeRow.task_id == task_id, NodeRow.id == node_id)
     return (await session.execute(stmt)).scalar_one_or_none()

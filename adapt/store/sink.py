@@ -3,10 +3,16 @@
 Events are buffered and written in one transaction when the engine flushes, which it does before
 every LLM call and at the end, and as soon as an LLM call was answered (so a crash never loses
 a call that was paid for, except one still in flight).
-Each transaction starts with an UPDATE on the task row that is conditional on this attempt still
+Each write starts with an UPDATE on the task row that is conditional on this attempt still
 holding the lease; it allocates the batch's gap-free sequence numbers and updates the task's
 aggregates. If another attempt took over, the UPDATE matches no row and the write is refused
-with ``LeaseLost``.
+with ``LeaseLost``. On PostgreSQL a whole batch is one statement (one round trip); see
+``adapt.store.batch``.
+
+Prompts are stored once, as content-addressed blocks (``adapt.store.prompts``): a call keeps
+the ref of its prompt's last block; the ``llm_call`` event names the call without its prompt.
+A call's ``response`` keeps only what its own columns do not already say (replay rebuilds the
+whole response from both: ``adapt.store.tasks.replay_material``).
 
 A resumed attempt replays the run from the start; the first ``skip`` engine events were already
 persisted by earlier attempts (identical, because LLM answers are replayed and environments are
@@ -16,11 +22,11 @@ a prefix of the engine's event stream.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
-from sqlalchemy import insert, update
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from adapt.engine.events import (
     Event,
@@ -31,23 +37,17 @@ from adapt.engine.events import (
     TaskFinished,
 )
 from adapt.errors import LeaseLost
-from adapt.store.models import EventRow, LLMCallRow, NodeRow, StepRow, Task, utcnow
-from adapt.store.tasks import finished_values, record_batch
-from adapt.store.text import storable
+from adapt.store.batch import Batch, write_postgres
+from adapt.store.batch_sqlite import write_sqlite
+from adapt.store.models import utcnow
+from adapt.store.prompts import PromptWriter, encode, known_blocks
+from adapt.store.responses import response_extra
 
 log = logging.getLogger(__name__)
 
 MAX_BUFFER = 64  # write early if a flush is this long in coming
-
-
-class _Batch:
-    def __init__(self) -> None:
-        self.events: list[dict[str, Any]] = []
-        self.created: dict[int, dict[str, Any]] = {}  # nodes first seen in this batch
-        self.updated: dict[int, dict[str, Any]] = {}  # latest snapshot of older nodes
-        self.steps: list[dict[str, Any]] = []
-        self.calls: list[dict[str, Any]] = []
-        self.values: dict[str, Any] = {}
+#: how a batch is written, by database (the two ``adapt.store.db`` accepts)
+WRITERS = {"postgresql": write_postgres, "sqlite": write_sqlite}
 
 
 class DbSink:
@@ -69,7 +69,12 @@ class DbSink:
         self.store_prompts = store_prompts
         self.ordinal = 0
         self.cancel_requested = False
-        self._batch = _Batch()
+        engine: AsyncEngine = sessions.kw["bind"]
+        self._engine = engine
+        self._write = WRITERS[engine.dialect.name]
+        self._prompts = PromptWriter(known_blocks(engine.sync_engine))
+        self._batch = Batch()
+        self._pending: asyncio.Future[None] | None = None
 
     async def emit(self, event: Event) -> None:
         self.ordinal += 1
@@ -81,87 +86,103 @@ class DbSink:
             await self.flush()
 
     def _add(self, event: Event) -> None:
-        b, tid = self._batch, self.task_id
-        payload = event.model_dump(mode="json", exclude={"type"})
+        b = self._batch
+        payload: dict[str, Any]
         if isinstance(event, NodeCreated | NodeUpdated):
-            row = {"task_id": tid, **event.node.model_dump(mode="json"), "updated_at": utcnow()}
+            node = event.node.model_dump(mode="json")
+            payload = {"node": node}
             if isinstance(event, NodeCreated) or event.node.id in b.created:
-                b.created[event.node.id] = row
+                b.created[event.node.id] = node
             else:
-                b.updated[event.node.id] = row
+                b.updated[event.node.id] = node
         elif isinstance(event, StepAppended):
-            b.steps.append({"task_id": tid, **event.step.model_dump(mode="json")})
+            step = event.step.model_dump(mode="json")
+            payload = {"step": step}
+            b.steps.append(step)
         elif isinstance(event, LLMCallMade):
             call = event.call
-            if not self.store_prompts:
-                call = call.model_copy(update={"prompt": None, "messages": None})
-            # the prompt is stored once, with the call (GET /tasks/{id}/nodes/{node_id});
-            # the event names the call instead of repeating it
-            payload = {"call": call.model_copy(update={"prompt": None, "messages": None})
-                       .model_dump(mode="json")}
+            # the event names the call without its prompt (stored once, with the call)
+            data = call.model_dump(mode="json", exclude={"prompt", "messages"})
+            payload = {"call": {**data, "prompt": None, "messages": None}}
+            ref = None
+            if self.store_prompts:
+                document = encode(call.prompt, call.messages)
+                if document is not None:
+                    ref = self._prompts.add(call.node_id, call.role, document, b.blocks)
+            response = (event.response.model_dump(mode="json") if event.response is not None
+                        else {"text": call.completion})
             b.calls.append({
-                "task_id": tid, "id": call.id, "node_id": call.node_id, "role": call.role,
-                "model": call.model, "simulated": call.simulated, "prompt": call.prompt,
-                "messages": call.messages or None, "stop": call.stop,
-                "request_fingerprint": event.request_fingerprint,
-                "response": (event.response.model_dump(mode="json")
-                             if event.response is not None else {"text": call.completion}),
-                "completion": call.completion, "prompt_tokens": call.prompt_tokens,
+                "id": call.id, "node_id": call.node_id, "role": call.role,
+                "model": call.model, "simulated": call.simulated, "prompt_ref": ref,
+                "chat": bool(call.messages),
+                "stop": call.stop, "request_fingerprint": event.request_fingerprint,
+                "response": response_extra(response, data), "completion": call.completion,
+                "prompt_tokens": call.prompt_tokens,
                 "completion_tokens": call.completion_tokens,
                 "usage_estimated": call.usage_estimated, "latency_s": call.latency_s,
                 "cost_usd": call.cost_usd, "monitor": call.monitor, "retries": call.retries,
-                "attempt": self.attempt,
-                "created_at": utcnow(),
             })
         elif isinstance(event, TaskFinished):
             r = event.result
-            payload = {"status": r.status, "result": r.model_dump(mode="json"), "error": r.error}
-            b.values.update(finished_values(
-                r.status, success=r.success, reward=r.reward, result=r.model_dump(mode="json"),
-                error=r.error, max_depth=r.max_depth, resolved_goal=r.goal))
-        b.events.append({"task_id": tid, "type": event.type, "payload": payload,
-                         "ordinal": self.ordinal, "created_at": utcnow()})
+            result = r.model_dump(mode="json")
+            payload = {"status": r.status, "result": result, "error": r.error}
+            b.final = {"status": r.status, "success": r.success, "reward": r.reward,
+                       "result": result, "error": r.error, "max_depth": r.max_depth,
+                       "resolved_goal": r.goal}
+        b.events.append({"type": event.type, "payload": payload, "ordinal": self.ordinal})
 
     async def flush(self) -> None:
+        """Write what is buffered, and wait for it (and for any earlier write)."""
+        await self._settle()
+        await self._write_batch()
+
+    async def flush_soon(self) -> None:
+        """The engine's flush before an LLM call: the batch is written while the model
+        answers. The previous write is awaited first (batches land in order, one at a time;
+        the answered call a write records is stored before the next call starts, and its
+        failure, e.g. a lost lease, stops the task here); this one is awaited by the next
+        write, at the latest when the call's answer is written."""
+        await self._settle()
+        if self._batch.events:
+            self._pending = asyncio.ensure_future(self._write_batch())
+            self._pending.add_done_callback(_retrieve)
+
+    def writing(self) -> asyncio.Future[None] | None:
+        """The write under way in the background (``flush_soon``), if any."""
+        return self._pending
+
+    async def settle(self) -> None:
+        """Wait for the write under way (its failure, e.g. ``LeaseLost``, is raised here)."""
+        await self._settle()
+
+    async def _settle(self) -> None:
+        pending, self._pending = self._pending, None
+        if pending is not None:
+            await pending
+
+    async def _write_batch(self) -> None:
         b = self._batch
         if not b.events:
             return
-        self._batch = _Batch()
-        n = len(b.events)
-        values: dict[str, Any] = {"updated_at": utcnow()}
-        if b.created:
-            values["nodes_count"] = Task.nodes_count + len(b.created)
-        if b.calls:
-            costs = [c["cost_usd"] for c in b.calls]
-            values.update(
-                llm_calls=Task.llm_calls + len(b.calls),
-                prompt_tokens=Task.prompt_tokens + sum(c["prompt_tokens"] for c in b.calls),
-                completion_tokens=Task.completion_tokens
-                + sum(c["completion_tokens"] for c in b.calls),
-                cost_usd=None if None in costs else Task.cost_usd + sum(costs),
-            )
-        values.update(b.values)
-        # model output and observations may hold NUL: stored with U+FFFD instead
-        values = storable(values)
-        created, steps, calls, events = (storable(list(b.created.values())), storable(b.steps),
-                                         storable(b.calls), storable(b.events))
-        async with self.sessions.begin() as session:
-            row = await record_batch(session, self.task_id, self.attempt, self.owner, n, values)
-            if row is None:
-                raise LeaseLost(f"task {self.task_id}: attempt {self.attempt} lost its lease")
-            last, self.cancel_requested = row
-            if created:
-                await session.execute(insert(NodeRow), created)
-            for node in storable(list(b.updated.values())):
-                await session.execute(
-                    update(NodeRow)
-                    .where(NodeRow.task_id == self.task_id, NodeRow.id == node["id"])
-                    .values({k: v for k, v in node.items() if k not in ("task_id", "id")})
-                )
-            if steps:
-                await session.execute(insert(StepRow), steps)
-            if calls:
-                await session.execute(insert(LLMCallRow), calls)
-            for offset, ev in enumerate(events):
-                ev["seq"] = last - n + 1 + offset
-            await session.execute(insert(EventRow), events)
+        self._batch = Batch()
+        costs = [c["cost_usd"] for c in b.calls]
+        values = {
+            "calls": len(b.calls),
+            "prompt_tokens": sum(c["prompt_tokens"] for c in b.calls),
+            "completion_tokens": sum(c["completion_tokens"] for c in b.calls),
+            "cost_usd": None if None in costs else float(sum(costs)),
+        }
+        row = await self._write(self._engine, self.task_id, self.attempt, self.owner, b,
+                                values, utcnow())
+        if row is None:
+            raise LeaseLost(f"task {self.task_id}: attempt {self.attempt} lost its lease")
+        _, cancel = row
+        self.cancel_requested = self.cancel_requested or cancel
+        self._prompts.known.update(b.blocks)  # stored now: later batches need not send them
+
+
+def _retrieve(write: asyncio.Future[None]) -> None:
+    """A write nobody awaits any more (its task was cancelled) must not log as unretrieved;
+    the next attempt's replay covers it."""
+    if not write.cancelled():
+        write.exception()

@@ -8,7 +8,8 @@ so concurrent writers never both win; a write whose condition failed returns Non
 Event sequence numbers come from ``tasks.last_seq``: a write that also appends an event bumps
 ``last_seq`` in the same UPDATE, which locks the task row until commit (PostgreSQL) or holds the
 write lock (SQLite), so concurrent writers never reuse or skip a number. ``append_event`` does
-the same for an event alone. (``DbSink.flush`` allocates a whole batch with ``record_batch``.)
+the same for an event alone, ``record_batch`` for a batch of them (``DbSink``'s writers,
+``adapt.store.batch``, do what it does in the statement that writes the batch).
 
 Functions taking a session run in the caller's transaction (``submit``, ``cancel`` and
 ``resume`` commit it); functions taking a session factory run their own.
@@ -24,12 +25,13 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
 
 from adapt.engine.events import EventType, FinishedData, ResumedData
 from adapt.engine.tree import FINAL_STATUSES
 from adapt.errors import TaskGone as TaskGone
 from adapt.store.models import EventRow, LLMCallRow, NodeRow, Task, utcnow
+from adapt.store.responses import full_response
 from adapt.store.text import storable
 
 log = logging.getLogger(__name__)
@@ -265,7 +267,7 @@ async def renew_leases(
 
 
 async def record_batch(
-    session: AsyncSession, task_id: str, attempt: int, owner: str, events: int,
+    session: AsyncSession | AsyncConnection, task_id: str, attempt: int, owner: str, events: int,
     values: Mapping[str, Any],
 ) -> tuple[int, bool] | None:
     """Take ``events`` sequence numbers and apply ``values`` (aggregates, and the final
@@ -319,18 +321,22 @@ async def finish_with_error(
 async def replay_material(
     sessions: async_sessionmaker[AsyncSession], task_id: str
 ) -> tuple[list[tuple[str, dict[str, Any]]], int]:
-    """What a resumed attempt replays: the recorded calls' (fingerprint, response), in order,
-    and how many engine events are stored already."""
+    """What a resumed attempt replays: the recorded calls' (fingerprint, whole response), in
+    order, and how many engine events are stored already."""
+    c = LLMCallRow
     async with sessions() as session:
         calls = (await session.execute(
-            select(LLMCallRow.request_fingerprint, LLMCallRow.response)
-            .where(LLMCallRow.task_id == task_id).order_by(LLMCallRow.id)
+            select(c.request_fingerprint, c.response, c.completion, c.prompt_tokens,
+                   c.completion_tokens, c.usage_estimated, c.latency_s, c.model, c.simulated,
+                   c.retries)
+            .where(c.task_id == task_id).order_by(c.id)
         )).all()
         events = (await session.execute(
             select(func.count()).select_from(EventRow)
             .where(EventRow.task_id == task_id, EventRow.ordinal.is_not(None))
         )).scalar_one()
-    return [(str(c[0]), dict(c[1])) for c in calls], int(events)
+    return [(str(r[0]), full_response(dict(r[1] or {}), dict(r._mapping))) for r in calls], \
+        int(events)
 
 
 # -- the sweeper ----------------------------------------------------------------------------

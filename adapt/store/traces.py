@@ -6,15 +6,17 @@ fleet-wide counters ``/metrics`` reports (spans dropped by any worker).
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Float, String, case, cast, func, or_, select, update
+from sqlalchemy import Float, case, cast, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine.tree import FINAL_STATUSES
 from adapt.store.models import Counter, EventRow, LLMCallRow, Task
+from adapt.store.prompts import StoredPrompt, call_prompts
+from adapt.store.responses import full_response
 
 #: spans a worker dropped (queue full, export failed): ``adapt_otel_spans_dropped``
 SPANS_DROPPED = "otel_spans_dropped"
@@ -53,6 +55,8 @@ class TaskHistory:
     task: Task
     events: Sequence[EventRow]  # in sequence order
     calls: dict[int, LLMCallRow]  # by call id
+    #: what each call sent (read through ``adapt.store.prompts``), by call id
+    prompts: dict[int, StoredPrompt] = field(default_factory=dict)
 
 
 async def task_history(sessions: async_sessionmaker[AsyncSession],
@@ -66,18 +70,24 @@ async def task_history(sessions: async_sessionmaker[AsyncSession],
             .order_by(EventRow.seq))).scalars().all()
         calls = (await session.execute(
             select(LLMCallRow).where(LLMCallRow.task_id == task_id))).scalars().all()
-        return TaskHistory(task, events, {c.id: c for c in calls})
+        prompts = await call_prompts(session, task_id)
+        return TaskHistory(task, events, {c.id: c for c in calls}, prompts)
 
 
-def call_prompt(row: LLMCallRow) -> tuple[str | None, list[dict[str, str]] | None]:
-    """A stored call's prompt and chat messages (None when prompts were not stored). The one
-    place that knows how prompts are stored."""
-    return row.prompt, row.messages
+def call_prompt(history: TaskHistory, call_id: int
+                ) -> tuple[str | None, list[dict[str, str]] | None]:
+    """A stored call's prompt and chat messages (None when prompts were not stored)."""
+    stored = history.prompts.get(call_id)
+    return (None, None) if stored is None else (stored.prompt, stored.messages)
 
 
 def call_response(row: LLMCallRow) -> dict[str, Any]:
-    """A stored call's response (``ChatResponse`` JSON)."""
-    return dict(row.response or {})
+    """A stored call's whole response (``ChatResponse`` JSON)."""
+    return full_response(dict(row.response or {}), {
+        "completion": row.completion, "prompt_tokens": row.prompt_tokens,
+        "completion_tokens": row.completion_tokens, "usage_estimated": row.usage_estimated,
+        "latency_s": row.latency_s, "model": row.model, "simulated": row.simulated,
+        "retries": row.retries})
 
 
 async def finished_since(sessions: async_sessionmaker[AsyncSession],
@@ -135,9 +145,7 @@ def _le(column: Any, bounds: Sequence[float]) -> list[Any]:
 async def genai_histograms(session: AsyncSession) -> list[GenAIHistograms]:
     """Every recorded call (all tenants), grouped by operation (``chat`` when the call sent
     chat messages, else ``text_completion``) and model: one statement."""
-    no_messages = or_(LLMCallRow.messages.is_(None),
-                      cast(LLMCallRow.messages, String) == "null")
-    operation = case((no_messages, "text_completion"), else_="chat")
+    operation = case((LLMCallRow.chat.is_(True), "chat"), else_="text_completion")
     latency = cast(LLMCallRow.latency_s, Float)
     n_tok, n_dur = len(TOKEN_BUCKETS), len(DURATION_BUCKETS)
     rows = (await session.execute(

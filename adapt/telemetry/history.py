@@ -25,7 +25,7 @@ from adapt.engine.events import (
 from adapt.engine.tree import LLMCall, Node, Step, TaskResult
 from adapt.llm.base import ChatResponse
 from adapt.store import traces
-from adapt.store.models import EventRow, LLMCallRow, Task
+from adapt.store.models import EventRow, Task
 from adapt.telemetry.semconv import TaskInfo
 from adapt.telemetry.sink import Export
 from adapt.telemetry.spans import SpanRecord, TraceBuilder
@@ -49,7 +49,7 @@ def task_info(task: Task) -> TaskInfo:
         goal=task.resolved_goal or task.goal)
 
 
-def engine_event(row: EventRow, calls: dict[int, LLMCallRow], *, content: bool) -> Event | None:
+def engine_event(row: EventRow, history: traces.TaskHistory, *, content: bool) -> Event | None:
     """The engine event a stored event row records (None: a service event)."""
     payload = row.payload or {}
     if row.type in ("node.created", "node.updated"):
@@ -59,12 +59,12 @@ def engine_event(row: EventRow, calls: dict[int, LLMCallRow], *, content: bool) 
         return StepAppended(step=Step.model_validate(payload["step"]))
     if row.type == "llm_call":
         call = LLMCall.model_validate(payload["call"])
-        stored = calls.get(call.id)
+        stored = history.calls.get(call.id)
         response = None
         if stored is not None:
             response = ChatResponse.model_validate(traces.call_response(stored))
             if content:
-                prompt, messages = traces.call_prompt(stored)
+                prompt, messages = traces.call_prompt(history, call.id)
                 call = call.model_copy(update={"prompt": prompt, "messages": messages})
         return LLMCallMade(call=call, response=response)
     if row.type == "task.finished" and row.ordinal is not None:
@@ -77,7 +77,7 @@ def rebuild(history: traces.TaskHistory, *, content: bool) -> list[SpanRecord]:
     builder = TraceBuilder(task_info(history.task), content=content)
     spans: list[SpanRecord] = []
     for row in history.events:
-        event = engine_event(row, history.calls, content=content)
+        event = engine_event(row, history, content=content)
         if event is not None:
             spans.extend(builder.feed(event, ns(row.created_at)))
         elif row.type == "task.finished":  # the service ended it (an error, a cancel)

@@ -14,6 +14,7 @@ Telemetry never breaks a task: any error in here is logged once and export stops
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
 from collections.abc import Callable, Sequence
@@ -25,6 +26,8 @@ from adapt.telemetry.spans import SpanRecord, TraceBuilder
 log = logging.getLogger(__name__)
 
 Export = Callable[[Sequence[SpanRecord]], None]
+#: the database write under way in the background, if any (``DbSink.writing``)
+Writing = Callable[[], "asyncio.Future[None] | None"]
 
 
 @dataclass
@@ -39,8 +42,10 @@ class Replay:
 
 class OtelSink:
     def __init__(self, builder: TraceBuilder, export: Export, *, skip: int = 0,
-                 replay: Replay | None = None, clock: Callable[[], int] = time.time_ns) -> None:
+                 replay: Replay | None = None, clock: Callable[[], int] = time.time_ns,
+                 writing: Writing | None = None) -> None:
         self.builder = builder
+        self.writing = writing
         self.export = export
         self.skip = skip
         self.replay = replay or Replay()
@@ -74,6 +79,31 @@ class OtelSink:
                 self._release()
             except Exception:
                 self._break()
+
+    async def flush_soon(self) -> None:
+        """The engine's flush before an LLM call, after the ``DbSink``'s: that sink writes in
+        the background, so the spans go when its write has landed (and not at all if it
+        fails: the attempt that stores those events sends them)."""
+        if self.broken:
+            return
+        write = self.writing() if self.writing is not None else None
+        if write is None or (write.done() and not write.cancelled()
+                             and write.exception() is None):
+            await self.flush()
+            return
+        spans, self.pending = self.pending, []
+        if not spans:
+            return
+
+        def landed(done: asyncio.Future[None]) -> None:
+            if done.cancelled() or done.exception() is not None or self.broken:
+                return
+            try:
+                self.export(spans)
+            except Exception:
+                self._break()
+
+        write.add_done_callback(landed)
 
     def abort(self, error: str) -> None:
         """The service ends the task with ``error`` (outside the engine's events): every open

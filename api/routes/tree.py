@@ -2,15 +2,20 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import logging
+from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Header, Path, Response
+import orjson
+from fastapi import APIRouter, Header, Path, Request, Response
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapt.store import queries
 from adapt.store.models import NodeRow, Task
+from adapt.store.prompts import call_prompts
 from api.deps import SessionDep, TenantDep
 from api.problems import not_found
 from api.routes.tasks import PROBLEMS
@@ -44,7 +49,8 @@ def etag_matches(if_none_match: str | None, etag: str) -> bool:
 
 
 def build_tree(rows: Sequence[NodeRow]) -> TreeNode | None:
-    """Nest flat rows (ordered by parent, position, id) under the root; no further queries."""
+    """Nest flat rows (ordered by parent, position, id) under the root; no further queries.
+    (The pydantic form of :func:`render_tree`'s ``tree``.)"""
     nodes = {row.id: TreeNode.model_validate(row) for row in rows}
     roots: list[TreeNode] = []
     for row in rows:
@@ -63,6 +69,70 @@ def build_tree(rows: Sequence[NodeRow]) -> TreeNode | None:
     return roots[0]
 
 
+def _nest(nodes: list[dict[str, Any]]) -> dict[str, Any] | None:
+    """Nest plain node dicts (ordered by parent, position, id) under the root."""
+    by_id = {n["id"]: n for n in nodes}
+    roots: list[dict[str, Any]] = []
+    for node in nodes:
+        parent = by_id.get(node["parent_id"]) if node["parent_id"] is not None else None
+        if parent is None:
+            roots.append(node)
+        else:
+            parent["children"].append(node)
+    if not roots:
+        return None
+    roots.sort(key=lambda n: n["id"])
+    if len(roots) > 1:
+        log.warning("task tree has %d parentless nodes (%s); showing node %d as the root",
+                    len(roots), [n["id"] for n in roots], roots[0]["id"])
+    return roots[0]
+
+
+async def render_tree(session: AsyncSession, task: Task) -> bytes:
+    """The ``TaskTree`` JSON of ``task``: one query for the tree's columns, plain dicts, one
+    ``orjson.dumps`` (the same document as validating ``TaskTree`` from the rows, without
+    building a pydantic model per node). The collector is paused while the thousands of
+    short-lived dicts are built (nothing else runs meanwhile: there is no await)."""
+    rows = await queries.tree_rows(session, task.id)
+    paused = gc.isenabled()
+    gc.disable()
+    try:
+        nodes = queries.tree_dicts(rows)
+        return orjson.dumps({
+            "task_id": task.id, "status": task.status, "finished": task.finished,
+            "success": task.success, "reward": task.reward, "last_seq": task.last_seq,
+            "nodes_count": len(nodes), "tree": _nest(nodes),
+        })
+    finally:
+        if paused:
+            gc.enable()
+
+
+class RenderedTrees:
+    """Rendered tree bodies of finished tasks by ETag (a finished task's tree changes only
+    with its ETag), the most recently used first out of ``max_bytes``."""
+
+    def __init__(self, max_bytes: int = 64 * 2**20) -> None:
+        self.max_bytes = max_bytes
+        self._bodies: OrderedDict[str, bytes] = OrderedDict()
+        self._size = 0
+
+    def get(self, etag: str) -> bytes | None:
+        body = self._bodies.get(etag)
+        if body is not None:
+            self._bodies.move_to_end(etag)
+        return body
+
+    def put(self, etag: str, body: bytes) -> None:
+        if len(body) > self.max_bytes or etag in self._bodies:
+            return
+        self._bodies[etag] = body
+        self._size += len(body)
+        while self._size > self.max_bytes:
+            _, old = self._bodies.popitem(last=False)
+            self._size -= len(old)
+
+
 @router.get(
     "/{task_id}/tree",
     response_model=TaskTree,
@@ -77,11 +147,11 @@ def build_tree(rows: Sequence[NodeRow]) -> TreeNode | None:
 )
 async def get_tree(
     task_id: str,
-    response: Response,
+    request: Request,
     session: SessionDep,
     tenant: TenantDep,
     if_none_match: Annotated[str | None, Header(alias="If-None-Match")] = None,
-) -> TaskTree | Response:
+) -> Response:
     task = await queries.get_task(session, tenant, task_id)
     if task is None:
         raise not_found("task", task_id)
@@ -89,13 +159,13 @@ async def get_tree(
     headers = {"ETag": etag, "Cache-Control": "no-cache"}
     if etag_matches(if_none_match, etag):
         return Response(status_code=304, headers=headers)
-    rows = await queries.task_nodes(session, task.id)
-    response.headers.update(headers)
-    return TaskTree(
-        task_id=task.id, status=task.status,
-        finished=task.finished, success=task.success, reward=task.reward,
-        last_seq=task.last_seq, nodes_count=len(rows), tree=build_tree(rows),
-    )
+    cache: RenderedTrees | None = getattr(request.app.state, "rendered_trees", None)
+    body = cache.get(etag) if cache is not None and task.finished else None
+    if body is None:
+        body = await render_tree(session, task)
+        if cache is not None and task.finished:
+            cache.put(etag, body)
+    return Response(body, media_type="application/json", headers=headers)
 
 
 @router.get(
@@ -118,7 +188,10 @@ async def get_node(
         raise not_found("node", f"{node_id} of task {task.id}")
     steps = await queries.node_steps(session, task.id, node_id)
     calls = await queries.node_calls(session, task.id, node_id)
+    prompts = await call_prompts(session, task.id, [c.id for c in calls])
     children = await queries.child_ids(session, task.id, node_id)
     return NodeDetail.model_validate(node).model_copy(update=dict(
         children=children, steps=[StepPublic.model_validate(s) for s in steps],
-        llm_calls=[LLMCallPublic.model_validate(c) for c in calls]))
+        llm_calls=[LLMCallPublic.model_validate(c).model_copy(update={
+            "prompt": prompts[c.id].prompt, "messages": prompts[c.id].messages})
+            for c in calls]))

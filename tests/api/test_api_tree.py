@@ -159,3 +159,56 @@ async def test_node_detail_has_plan_steps_and_calls(
     # the decoding monitor's record is stored with every monitored call
     assert all(c["monitor"]["validations"] >= 1 for c in leaf["llm_calls"]
                if c["role"] == "executor")
+
+
+async def test_tree_body_is_the_schemas_rendering(client: httpx.AsyncClient, app: FastAPI) -> None:
+    """The tree is rendered from plain rows without pydantic; it is the document the
+    ``TaskTree`` schema gives for the same rows, key order included."""
+    from adapt.store import queries
+    from api.routes.tree import build_tree
+    from api.schemas import TaskTree, TreeNode
+
+    task = await create(client, {"environment": "textcraft", "environment_config": {"seed": 3}})
+    await run_engine(app, task["id"], config={"seed": 3}, d_max=3)
+    async with sessions_of(app).begin() as session:
+        # a node whose stored usage lacks keys reads with the schema's defaults
+        await session.execute(NodeRow.__table__.update().where(
+            NodeRow.task_id == task["id"], NodeRow.id == 2).values(usage={"llm_calls": 2}))
+    response = await client.get(f"/tasks/{task['id']}/tree")
+    async with sessions_of(app)() as session:
+        row = await queries.get_task(session, "default", task["id"])
+        assert row is not None
+        rows = await queries.task_nodes(session, task["id"])
+    expected = TaskTree(task_id=row.id, status=row.status, finished=row.finished,  # type: ignore[arg-type]
+                        success=row.success, reward=row.reward, last_seq=row.last_seq,
+                        nodes_count=len(rows), tree=build_tree(rows)).model_dump(mode="json")
+    body = response.json()
+    assert body == expected
+    assert list(body) == list(TaskTree.model_fields)
+    assert all(list(n) == list(TreeNode.model_fields) for n in walk(body["tree"]))
+    assert response.headers["content-type"] == "application/json"
+
+
+async def test_a_finished_tree_is_served_from_its_rendered_bytes(
+    client: httpx.AsyncClient, app: FastAPI
+) -> None:
+    """A finished task's tree is rendered once per ETag: later reads take the task row only
+    and get the same bytes as a fresh render; a changed task is rendered again."""
+    app.state.keys_cache = KeysCache(ttl=3600)
+    task = await create(client)
+    await run_engine(app, task["id"], config={"seed": 3}, d_max=3)
+    url = f"/tasks/{task['id']}/tree"
+    first = await client.get(url)
+    etag = first.headers["etag"]
+    assert app.state.rendered_trees.get(etag) == first.content
+    with count_statements(app) as statements:
+        again = await client.get(url)
+    assert again.content == first.content and again.headers["etag"] == etag
+    assert len(statements) == 1, statements  # the task row (tenant check, ETag)
+    app.state.rendered_trees = type(app.state.rendered_trees)()  # forget: a fresh render
+    assert (await client.get(url)).content == first.content
+    await client.post(f"/tasks/{task['id']}/resume")  # not resumable: the same tree stays
+    running = await create(client)
+    await insert_tree(app, running["id"], 3)
+    await client.get(f"/tasks/{running['id']}/tree")
+    assert len(app.state.rendered_trees._bodies) == 1  # a running task's tree is not kept

@@ -10,7 +10,8 @@ from typing import Any
 from sqlalchemy import select
 
 from adapt.store.db import create_engine, session_factory
-from adapt.store.models import EventRow, LLMCallRow
+from adapt.store.models import EventRow, LLMCallRow, PromptBlock
+from adapt.store.prompts import call_prompts
 from tests.api.conftest import FakeDispatcher
 from tests.security.service import run_to_end, service
 
@@ -84,10 +85,14 @@ async def test_prompts_are_stored_once_and_a_long_prompt_ends_the_branch(
                 LLMCallRow.task_id == task["id"]))).scalars().all()
             events = (await session.execute(select(EventRow).where(
                 EventRow.task_id == task["id"], EventRow.type == "llm_call"))).scalars().all()
+            prompts = await call_prompts(session, task["id"])
+            blocks = (await session.execute(select(PromptBlock.text))).scalars().all()
     finally:
         await engine.dispose()
-    assert len(calls) == len(events) == 4
-    assert all(len(c.prompt or json.dumps(c.messages)) > len(goal) for c in calls)
+    assert len(calls) == len(events) == len(prompts) == 4
+    assert all(len(p.prompt or json.dumps(p.messages)) > len(goal) for p in prompts.values())
+    # the four prompts extend each other: the goal is stored once, not once per call
+    assert sum(b.count(goal.strip()) for b in blocks) == 1
     assert all(e.payload["call"]["prompt"] is None and e.payload["call"]["messages"] is None
                for e in events)
     assert sum(len(json.dumps(e.payload)) for e in events) < len(goal)

@@ -183,7 +183,8 @@ async def test_prompts_are_not_stored_when_disabled(database_url: str) -> None:
 
     async with ctx.sessions() as s:
         rows = (await s.execute(select(LLMCallRow).where(LLMCallRow.task_id == task_id))).scalars().all()
-    assert rows and all(r.prompt is None and r.completion for r in rows)
+    assert rows and all(r.prompt is None and r.prompt_ref is None and r.completion
+                        for r in rows)
     assert all(len(r.request_fingerprint) == 64 for r in rows)
     await ctx.aclose()
 

@@ -17,6 +17,7 @@ from adapt.llm.recording import request_fingerprint
 from adapt.llm.testing import ScriptedModel
 from adapt.service.execute import execute_task
 from adapt.store.models import LLMCallRow, Task, utcnow
+from adapt.store.prompts import call_prompts
 from tests.service.helpers import insert_task, persisted_tree, task_row
 from tests.service.test_execute import make_ctx
 
@@ -76,10 +77,11 @@ async def test_pass_scores_with_logprobs_in_the_service(database_url: str) -> No
     async with ctx.sessions() as session:
         rows = (await session.execute(select(LLMCallRow).where(
             LLMCallRow.task_id == task_id).order_by(LLMCallRow.id))).scalars().all()
+        prompts = await call_prompts(session, task_id)
     assert [r.role for r in rows] == ["executor", "summarizer", "scorer", "scorer", "executor"]
     context = model.prompts[0] + BATCH + "[Summary] "
     for row in rows[2:4]:  # each scoring call stores what replay checks and answers with
-        continuation = (row.prompt or "")[len(context):]
+        continuation = (prompts[row.id].prompt or "")[len(context):]
         assert row.request_fingerprint == request_fingerprint(
             scoring_request(context, continuation))
         assert row.response["logprobs"] == LOGPROBS[continuation]

@@ -27,7 +27,7 @@ def test_migrations_match_the_models(database_url: str) -> None:
 
 def test_pending_on_an_empty_database(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert pending(f"sqlite:///{tmp_path / 'empty.db'}") == ["0001", "0002", "0003", "0004", "0005", "0006", "0007",
-                                                      "0008", "0009"]
+                                                      "0008", "0009", "0010"]
 
 
 def test_upgrade_from_0001_keeps_rows_and_adds_the_monitor_column(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -103,12 +103,12 @@ def test_0007_stores_message_lists_and_converts_rows_both_ways(backend: str, tmp
                 return [tuple(v if v is None or not isinstance(v, str) else json.loads(v)
                               for v in row) for row in found]
 
-            command.upgrade(cfg, "head")
+            command.upgrade(cfg, "0009")  # 0010 moves prompts into blocks
             assert stored() == [(messages, ["\n", "END"]), (None, [])]
             command.downgrade(cfg, "0006")
             assert stored() == [({"messages": messages}, {"stop": ["\n", "END"]}),
                                 (None, {"stop": []})]
-            command.upgrade(cfg, "head")
+            command.upgrade(cfg, "0009")  # 0010 moves prompts into blocks
             assert stored() == [(messages, ["\n", "END"]), (None, [])]
         finally:
             engine.dispose()
@@ -143,3 +143,80 @@ def test_upgrade_from_0007_adds_the_webhook_tables_and_keeps_tasks(database_url:
     finally:
         engine.dispose()
     assert pending(database_url) == []
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_0010_moves_stored_prompts_into_shared_blocks_and_back(backend: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Prompts and messages stored inline at 0009 become block chains (the header once) that
+    read back exactly through ``call_prompts``; the downgrade writes them inline again."""
+    import asyncio
+
+    from alembic import command
+
+    from adapt.store.db import create_engine as create_async_engine
+    from adapt.store.db import session_factory
+    from adapt.store.migrate import alembic_config
+    from adapt.store.prompts import call_prompts
+
+    header = "You craft things.\n\n" + "An example.\n" * 40 + "\n"
+    prompts = {1: header + "Goal: a stick.\n> ", 2: header + "Goal: a stick.\n> get 1 plank\n> ",
+               3: header + "Goal: a bed.\n> ", 4: None}
+    messages = {4: [{"role": "system", "content": header}, {"role": "user", "content": "go"}]}
+    with _old_db(backend, tmp_path) as url:
+        cfg = alembic_config(url)
+        command.upgrade(cfg, "0009")
+        engine = create_engine(_sync_url(url))
+        try:
+            with engine.begin() as conn:
+                conn.execute(text(
+                    "INSERT INTO tasks (id, tenant, status, environment, environment_config, "
+                    "strategy, profile, d_max, run_config, executor_model, planner_model, "
+                    "executor_simulated, planner_simulated, llm_calls, prompt_tokens, "
+                    "completion_tokens, nodes_count, max_depth, cancel_requested, attempt, "
+                    "last_seq, created_at, updated_at) VALUES ('t1', 'x', 'queued', "
+                    "'textcraft', '{}', 'adapt', 'default', 3, '{}', 'sim:a', 'sim:a', true, "
+                    "true, 0, 0, 0, 0, 0, false, 0, 0, :now, :now)"), {"now": "2026-01-01"})
+                for call_id, prompt in prompts.items():
+                    conn.execute(text(
+                        "INSERT INTO llm_calls (task_id, id, node_id, role, model, simulated, "
+                        "prompt, messages, stop, request_fingerprint, response, completion, "
+                        "prompt_tokens, completion_tokens, usage_estimated, latency_s, "
+                        "attempt, created_at) VALUES ('t1', :id, :node, 'executor', 'sim:a', "
+                        "true, :prompt, :messages, '[]', 'f', '{}', 'ok', 0, 0, false, 0, 1, "
+                        ":now)"),
+                        {"id": call_id, "node": 1 if call_id < 3 else 2, "prompt": prompt,
+                         "now": "2026-01-01",
+                         "messages": json.dumps(messages[call_id]) if call_id in messages
+                         else None})
+
+            def read() -> dict[int, tuple[object, object]]:
+                async def go() -> dict[int, tuple[object, object]]:
+                    aengine = create_async_engine(url)
+                    try:
+                        async with session_factory(aengine)() as session:
+                            got = await call_prompts(session, "t1")
+                    finally:
+                        await aengine.dispose()
+                    return {i: (p.prompt, p.messages) for i, p in got.items()}
+                return asyncio.run(go())
+
+            expected = {i: (p, messages.get(i)) for i, p in prompts.items()}
+            command.upgrade(cfg, "head")
+            assert read() == expected
+            with engine.connect() as conn:
+                inline = conn.execute(text(
+                    "SELECT count(*) FROM llm_calls WHERE prompt IS NOT NULL "
+                    "OR messages IS NOT NULL OR prompt_ref IS NULL")).scalar_one()
+                stored = conn.execute(text("SELECT text FROM prompt_blocks")).scalars().all()
+            assert inline == 0
+            assert sum(len(t) for t in stored) < len(header) * 2.5  # not once per call
+            command.downgrade(cfg, "0009")
+            with engine.connect() as conn:
+                rows = conn.execute(text(
+                    "SELECT id, prompt, messages FROM llm_calls ORDER BY id")).all()
+            assert {r[0]: (r[1], r[2] if r[2] is None or not isinstance(r[2], str)
+                           else json.loads(r[2])) for r in rows} == expected
+            command.upgrade(cfg, "head")
+            assert read() == expected
+        finally:
+            engine.dispose()

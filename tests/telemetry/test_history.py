@@ -32,7 +32,7 @@ async def test_the_rebuilt_trace_is_the_live_one(database_url: str) -> None:
 
     with_prompts = rebuild(history, content=True)
     first = next(s for s in with_prompts if s.attributes.get("adapt.llm.call_id") == 1)
-    prompt, _ = traces.call_prompt(history.calls[1])
+    prompt, _ = traces.call_prompt(history, 1)
     assert prompt
     (message,) = json.loads(first.attributes["gen_ai.input.messages"])
     assert message["parts"][0]["content"] == prompt

@@ -3,10 +3,12 @@ tree out, in the GenAI semantic conventions, with ids that do not depend on the 
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 from adapt.engine import MemorySink, RunConfig, run_task
-from adapt.engine.events import FanoutSink
+from adapt.engine.events import FanoutSink, NodeCreated, NodeUpdated, flush
+from adapt.engine.tree import Node
 from adapt.envs.textcraft import TextCraft
 from adapt.sim import from_spec
 from adapt.telemetry.semconv import TaskInfo
@@ -117,3 +119,27 @@ async def test_ids_depend_on_the_task_and_what_a_span_stands_for_only() -> None:
     _, again = await traced_run()
     assert [(s.span_id, s.parent_id, s.name) for s in once] == [
         (s.span_id, s.parent_id, s.name) for s in again]
+
+
+async def test_spans_wait_for_the_background_write_of_their_events() -> None:
+    """Before an LLM call the database sink writes in the background (``flush_soon``): the
+    spans its events ended go only once that write landed, and not at all when it failed (the
+    attempt that stores those events sends them)."""
+    loop = asyncio.get_running_loop()
+    for outcome in ("lands", "fails"):
+        write: asyncio.Future[None] = loop.create_future()
+        sent: list[SpanRecord] = []
+        sink = OtelSink(TraceBuilder(INFO), sent.extend, writing=lambda w=write: w)
+        await sink.emit(NodeCreated(node=Node(id=1, goal="craft a stick")))
+        await sink.emit(NodeUpdated(node=Node(id=1, goal="craft a stick", status="succeeded",
+                                              success=True)))
+        await flush(sink, soon=True)  # the engine's flush before an LLM call
+        await asyncio.sleep(0)
+        assert sent == [], "sent before its events were stored"
+        if outcome == "lands":
+            write.set_result(None)
+        else:
+            write.set_exception(RuntimeError("lease lost"))
+            write.exception()
+        await asyncio.sleep(0)
+        assert [s.name for s in sent] == (["invoke_agent react"] if outcome == "lands" else [])

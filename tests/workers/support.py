@@ -21,6 +21,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine.tree import FINAL_STATUSES
 from adapt.store.models import LLMCallRow, Task
+from adapt.store.prompts import call_prompts
 
 BROKER_URL = os.environ.get("ADAPT_TEST_BROKER_URL", "redis://127.0.0.1:6379/0")
 SIM = "sim:textcraft?capability=1"
@@ -155,15 +156,14 @@ async def persisted_prompt_hashes(
 ) -> Counter[str]:
     """sha256 of each persisted call's prompt, as the sim server hashes it."""
     async with sessions() as s:
-        rows = (await s.execute(select(LLMCallRow).where(LLMCallRow.task_id == task_id)
-                                .order_by(LLMCallRow.id))).scalars().all()
+        prompts = await call_prompts(s, task_id)
     out: Counter[str] = Counter()
-    for r in rows:
-        if r.prompt is not None:
-            text = r.prompt
+    for _, stored in sorted(prompts.items()):
+        if stored.prompt is not None:
+            text = stored.prompt
         else:
-            assert r.messages is not None
-            text = "\n\n".join(m["content"] for m in r.messages)
+            assert stored.messages is not None
+            text = "\n\n".join(m["content"] for m in stored.messages)
         out[hashlib.sha256(text.encode()).hexdigest()] += 1
     return out
 

@@ -27,12 +27,11 @@ from __future__ import annotations
 
 import logging
 import re
-from importlib import resources
 from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from adapt.envs.base import BaseEnvironment, StepResult
+from adapt.envs.base import BaseEnvironment, StepResult, package_text
 from adapt.envs.textcraft.book import RecipeBook, load_book
 from adapt.envs.textcraft.config import TextCraftConfig
 from adapt.envs.textcraft.game import Game, explicit_game, game_for_goal, game_for_seed
@@ -201,10 +200,10 @@ class TextCraft(BaseEnvironment):
         """``prompts/<kind>.txt``; with ``prompts="small"`` or ``"paper"`` in the config,
         ``prompts/<set>/<kind>.txt`` where there is one (the other kinds keep the default)."""
         if self._prompts != "default":
-            path = resources.files(self.prompt_package or "adapt.envs.textcraft").joinpath(
-                "prompts", self._prompts, f"{kind}.txt")
-            if path.is_file():
-                return path.read_text(encoding="utf-8")
+            text = package_text(self.prompt_package or "adapt.envs.textcraft", "prompts",
+                                self._prompts, f"{kind}.txt")
+            if text is not None:
+                return text
         return super().prompt_template(kind)
 
     @property

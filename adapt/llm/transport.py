@@ -1,0 +1,48 @@
+"""An HTTP transport for many concurrent model calls: requests spread over several
+connection pools.
+
+httpcore's pool looks at every one of its connections (whether each is idle, expired or
+readable: a socket query each) whenever a request starts or ends, so with hundreds of calls in
+flight one pool spends more CPU on bookkeeping than on the requests. :class:`ShardedTransport`
+hands each request to the next of ``shards`` smaller pools in turn, so each of those scans
+stays short; the limits are divided among them.
+"""
+
+from __future__ import annotations
+
+import itertools
+from typing import Any
+
+import httpx
+
+#: connections per pool shard (one shard below this many connections)
+SHARD_CONNECTIONS = 8
+
+
+class ShardedTransport(httpx.AsyncBaseTransport):
+    def __init__(self, limits: httpx.Limits, shards: int, **transport: Any) -> None:
+        per = httpx.Limits(
+            max_connections=None if limits.max_connections is None
+            else -(-limits.max_connections // shards),
+            max_keepalive_connections=None if limits.max_keepalive_connections is None
+            else -(-limits.max_keepalive_connections // shards),
+            keepalive_expiry=limits.keepalive_expiry,
+        )
+        self.shards = [httpx.AsyncHTTPTransport(limits=per, **transport) for _ in range(shards)]
+        self._turn = itertools.cycle(self.shards)
+
+    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+        return await next(self._turn).handle_async_request(request)
+
+    async def aclose(self) -> None:
+        for shard in self.shards:
+            await shard.aclose()
+
+
+def transport_for(limits: httpx.Limits) -> httpx.AsyncBaseTransport:
+    """One pool for up to ``SHARD_CONNECTIONS`` connections, else a :class:`ShardedTransport`
+    with that many per shard."""
+    total = limits.max_connections
+    if total is None or total <= SHARD_CONNECTIONS:
+        return httpx.AsyncHTTPTransport(limits=limits)
+    return ShardedTransport(limits, -(-total // SHARD_CONNECTIONS))

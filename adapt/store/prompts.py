@@ -1,0 +1,203 @@
+"""Prompts stored once: content-addressed blocks, and the one function that reads a call's
+prompt back.
+
+A call's prompt (or its chat messages, encoded as one text) is a chain of blocks in
+``prompt_blocks``: each block holds a piece of text and the hash of the block before it, and
+is addressed by the hash of (parent, text), so the same prefix is the same chain wherever it
+occurs. A call stores only the hash of its last block (``llm_calls.prompt_ref``). Two ways a
+prompt is cut into blocks, both decided by the text alone:
+
+- it extends a prompt the same node sent before (the executor's trajectory grows by one step
+  per call): one new block holding the difference, after the earlier prompt's last block;
+- otherwise at paragraph boundaries (blank lines), so that the shared header and few-shot
+  examples of every prompt built from one template are the same blocks, stored once for all
+  tasks.
+
+:func:`call_prompts` rebuilds the exact text (the node detail, exports and the OpenTelemetry
+exporter read prompts through it); replay needs no prompt text (it checks the request
+fingerprint, stored with the call).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import weakref
+from collections import OrderedDict
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import bindparam, select, text
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from adapt.store.models import LLMCallRow
+
+#: a paragraph shorter than this is joined to the next one (fewer, larger blocks)
+MIN_BLOCK = 256
+_PROMPT, _MESSAGES = "P", "M"
+
+
+def block_hash(parent: str | None, text: str) -> str:
+    """The address of a block: 128 bits of SHA-256 over (parent, text), as 32 hex digits."""
+    h = hashlib.sha256((parent or "").encode())
+    h.update(b"\x00")
+    h.update(text.encode("utf-8", "surrogatepass"))
+    return h.hexdigest()[:32]
+
+
+# -- documents: a prompt or a list of messages as one text -------------------------------------
+def encode(prompt: str | None, messages: Sequence[dict[str, str]] | None) -> str | None:
+    """One text for a call's prompt (``P`` + the prompt) or messages (``M`` + per message
+    ``role:length\\n`` + content); None when the call has neither."""
+    if messages:
+        return _MESSAGES + "".join(f"{m['role']}:{len(m['content'])}\n{m['content']}"
+                                   for m in messages)
+    if prompt is not None:
+        return _PROMPT + prompt
+    return None
+
+
+def decode(document: str) -> tuple[str | None, list[dict[str, str]] | None]:
+    """Inverse of :func:`encode`: (prompt, messages)."""
+    if document.startswith(_PROMPT):
+        return document[1:], None
+    if not document.startswith(_MESSAGES):
+        raise ValueError("not a stored prompt document")
+    messages: list[dict[str, str]] = []
+    at = 1
+    while at < len(document):
+        colon = document.index(":", at)
+        newline = document.index("\n", colon)
+        size = int(document[colon + 1:newline])
+        messages.append({"role": document[at:colon],
+                         "content": document[newline + 1:newline + 1 + size]})
+        at = newline + 1 + size
+    return None, messages
+
+
+def paragraphs(document: str) -> list[str]:
+    """``document`` cut after blank lines, pieces shorter than ``MIN_BLOCK`` joined to the next
+    (so the cut depends only on the text before it)."""
+    pieces: list[str] = []
+    start = at = 0
+    while True:
+        at = document.find("\n\n", at)
+        if at < 0:
+            break
+        at += 2
+        if at - start >= MIN_BLOCK:
+            pieces.append(document[start:at])
+            start = at
+    if start < len(document) or not pieces:
+        pieces.append(document[start:])
+    return pieces
+
+
+# -- writing --------------------------------------------------------------------------------
+#: block hashes known to be stored, per database engine (blocks are never deleted)
+_known: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
+KNOWN_MAX = 200_000
+
+
+def known_blocks(engine_key: Any) -> set[str]:
+    known = _known.get(engine_key)
+    if known is None or len(known) > KNOWN_MAX:
+        known = _known[engine_key] = set()
+    return known
+
+
+#: how many (node, role) last prompts a writer keeps: a node's calls come one after another,
+#: so a few are enough, and a task of thousands of nodes does not keep every prompt
+LAST_PROMPTS = 32
+
+
+class PromptWriter:
+    """Cuts one task's prompts into blocks (the state of one sink: the last prompt of the
+    nodes that called most recently)."""
+
+    def __init__(self, known: set[str]) -> None:
+        self.known = known
+        self._last: OrderedDict[tuple[int | None, str], tuple[str, str]] = OrderedDict()
+
+    def add(self, node_id: int | None, role: str, document: str,
+            blocks: dict[str, dict[str, Any]]) -> str:
+        """The ref (last block's hash) of ``document``; the blocks not known to be stored yet
+        are added to ``blocks`` (hash -> row)."""
+        key = (node_id, role)
+        last = self._last.get(key)
+        if last is not None and document.startswith(last[0]):
+            parent: str | None = last[1]
+            pieces = [document[len(last[0]):]] if len(document) > len(last[0]) else []
+        else:
+            parent, pieces = None, paragraphs(document)
+        for piece in pieces:
+            ref = block_hash(parent, piece)
+            if ref not in self.known and ref not in blocks:
+                blocks[ref] = {"hash": ref, "parent": parent, "text": piece}
+            parent = ref
+        if parent is None:  # paragraphs() cuts a non-empty document into one block or more
+            raise ValueError("an empty prompt document cannot be stored")
+        self._last[key] = (document, parent)
+        self._last.move_to_end(key)
+        if len(self._last) > LAST_PROMPTS:
+            self._last.popitem(last=False)
+        return parent
+
+
+# -- reading --------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class StoredPrompt:
+    """What a call sent: a prompt (completions) or messages (chat); both None when prompts
+    were not stored (``ADAPT_STORE_PROMPTS=false``)."""
+
+    prompt: str | None = None
+    messages: list[dict[str, str]] | None = None
+
+
+_CHAINS = text(
+    "WITH RECURSIVE chain(hash, parent, text) AS ("
+    " SELECT hash, parent, text FROM prompt_blocks WHERE hash IN :refs"
+    " UNION SELECT b.hash, b.parent, b.text FROM prompt_blocks b"
+    " JOIN chain c ON b.hash = c.parent)"
+    " SELECT hash, parent, text FROM chain"
+).bindparams(bindparam("refs", expanding=True))
+
+
+async def documents(session: AsyncSession, refs: Iterable[str]) -> dict[str, str]:
+    """ref -> the document its chain spells (one statement, whatever the number of refs)."""
+    wanted = sorted(set(refs))
+    if not wanted:
+        return {}
+    rows = (await session.execute(_CHAINS, {"refs": wanted})).all()
+    blocks = {str(r[0]): (r[1], str(r[2])) for r in rows}
+    out: dict[str, str] = {}
+    for ref in wanted:
+        parts: list[str] = []
+        at: str | None = ref
+        while at is not None and at in blocks:
+            parent, piece = blocks[at]
+            parts.append(piece)
+            at = parent
+        if at is None:  # a complete chain (a missing block leaves the prompt unknown)
+            out[ref] = "".join(reversed(parts))
+    return out
+
+
+async def call_prompts(session: AsyncSession, task_id: str,
+                       call_ids: Sequence[int] | None = None) -> dict[int, StoredPrompt]:
+    """The full prompt or messages of the task's calls (all, or ``call_ids``), by call id: the
+    one way to read what a call sent. Two statements however many calls."""
+    stmt = select(LLMCallRow.id, LLMCallRow.prompt, LLMCallRow.messages,
+                  LLMCallRow.prompt_ref).where(LLMCallRow.task_id == task_id)
+    if call_ids is not None:
+        stmt = stmt.where(LLMCallRow.id.in_(list(call_ids)))
+    rows = (await session.execute(stmt)).all()
+    docs = await documents(session, (r.prompt_ref for r in rows if r.prompt_ref))
+    out: dict[int, StoredPrompt] = {}
+    for r in rows:
+        if r.prompt_ref and r.prompt_ref in docs:
+            prompt, messages = decode(docs[r.prompt_ref])
+            out[int(r.id)] = StoredPrompt(prompt, messages)
+        else:  # stored inline (rows written before blocks existed), or not stored
+            out[int(r.id)] = StoredPrompt(r.prompt, r.messages)
+    return out

@@ -1,0 +1,32 @@
+"""``adapt.llm.transport``: many connections are spread over pool shards, few stay one pool."""
+
+from __future__ import annotations
+
+import httpx
+
+from adapt.llm.openai_backend import ClientPool
+from adapt.llm.transport import ShardedTransport, transport_for
+
+
+async def test_large_pools_are_sharded_and_requests_take_turns() -> None:
+    transport = transport_for(httpx.Limits(max_connections=256, max_keepalive_connections=256))
+    assert isinstance(transport, ShardedTransport) and len(transport.shards) == 32
+    assert all(s._pool._max_connections == 8 for s in transport.shards)
+    seen: list[int] = []
+    for i, shard in enumerate(transport.shards):
+        async def handle(request: httpx.Request, i: int = i) -> httpx.Response:
+            seen.append(i)
+            return httpx.Response(200, json={"shard": i})
+        shard.handle_async_request = handle  # type: ignore[method-assign]
+    async with httpx.AsyncClient(transport=transport) as client:
+        for _ in range(64):
+            assert (await client.get("http://127.0.0.1:9/x")).status_code == 200
+    assert sorted(seen) == sorted(list(range(32)) * 2)
+    assert isinstance(transport_for(httpx.Limits(max_connections=8)), httpx.AsyncHTTPTransport)
+
+
+async def test_the_default_pool_is_sharded() -> None:
+    pool = ClientPool()
+    client = pool.get(base_url="http://127.0.0.1:9/v1", api_key="k", timeout=5.0, max_retries=0)
+    assert isinstance(client._client._transport, ShardedTransport)  # type: ignore[attr-defined]
+    await pool.aclose()

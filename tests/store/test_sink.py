@@ -1,0 +1,113 @@
+"""``DbSink`` writes: the flush before an LLM call runs while the model answers, in order, and
+its failures still stop the attempt. SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from adapt.bench.perfkit import OWNER, leased_task
+from adapt.engine.events import LLMCallMade, NodeCreated, NodeUpdated, StepAppended, flush
+from adapt.engine.tree import LLMCall, Node, Step
+from adapt.errors import LeaseLost
+from adapt.llm.base import ChatResponse
+from adapt.store.db import create_engine, session_factory
+from adapt.store.models import EventRow, LLMCallRow, Task
+from adapt.store.sink import DbSink
+
+
+@pytest.fixture
+async def sessions(database_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
+    engine = create_engine(database_url)
+    yield session_factory(engine)
+    await engine.dispose()
+
+
+def answered(i: int) -> LLMCallMade:
+    return LLMCallMade(call=LLMCall(id=i, node_id=1, role="executor", model="m", prompt="p",
+                                    completion="c"),
+                       request_fingerprint="f" * 64, response=ChatResponse(text="c", model="m"))
+
+
+async def test_the_flush_before_a_call_does_not_wait_and_lands_first(
+        sessions: async_sessionmaker[AsyncSession]) -> None:
+    task_id, attempt = await leased_task(sessions, 0)
+    sink = DbSink(sessions, task_id, attempt, OWNER)
+    await sink.emit(NodeCreated(node=Node(id=1, goal="g")))
+    await flush(sink, soon=True)  # the engine's flush before a call
+    assert sink._pending is not None  # written while the model answers
+    await sink.emit(StepAppended(step=Step(kind="action", node_id=1, index=1, raw="a", text="a",
+                                           observation="o")))
+    await sink.emit(answered(1))  # the answer is written, after the earlier batch
+    assert sink._pending is None
+    async with sessions() as session:
+        types = (await session.execute(select(EventRow.type).where(
+            EventRow.task_id == task_id).order_by(EventRow.seq))).scalars().all()
+        task = await session.get(Task, task_id)
+    assert types == ["node.created", "step", "llm_call"]
+    assert task is not None and task.last_seq == 3 and task.llm_calls == 1
+
+
+async def test_a_lost_lease_in_the_background_write_stops_the_attempt_at_the_answer(
+        sessions: async_sessionmaker[AsyncSession]) -> None:
+    task_id, attempt = await leased_task(sessions, 0)
+    stale = DbSink(sessions, task_id, attempt + 1, OWNER)
+    await stale.emit(NodeCreated(node=Node(id=1, goal="g")))
+    await flush(stale, soon=True)  # does not raise: the write runs while the model answers
+    with pytest.raises(LeaseLost):
+        await stale.emit(answered(1))
+    async with sessions() as session:
+        assert await session.scalar(select(func.count()).select_from(LLMCallRow)) == 0
+        assert await session.scalar(select(func.count()).select_from(EventRow)) == 0
+
+
+async def test_engine_snapshots_do_not_change_with_the_node() -> None:
+    """Events carry snapshots: a later change of the node (its usage grows in place) does not
+    reach an event already emitted."""
+    from adapt.engine.config import RunConfig
+    from adapt.engine.events import MemorySink
+    from adapt.engine.runtime import Run
+    from adapt.envs import registry
+
+    memory = MemorySink()
+    run = Run(registry.create("textcraft"), RunConfig(), [object()],  # type: ignore[list-item]
+              sink=memory)
+    node = await run.new_node(goal="g")
+    await run.update(node, status="running")
+    node.usage.add(10, 2, 0.0)
+    await run.update(node, status="succeeded")
+    first, second, third = (e.node for e in memory.events
+                            if isinstance(e, NodeCreated | NodeUpdated))
+    assert (first.usage.llm_calls, second.usage.llm_calls, third.usage.llm_calls) == (0, 0, 1)
+    assert [first.status, second.status, third.status] == ["pending", "running", "succeeded"]
+
+
+async def test_a_chat_call_is_marked_so_and_read_back_as_sent(
+        sessions: async_sessionmaker[AsyncSession]) -> None:
+    """Prompts live in blocks; whether a call sent chat messages stays a column (the GenAI
+    metrics' operation, ``chat`` or ``text_completion``), and both kinds read back exactly."""
+    from adapt.store.prompts import call_prompts
+    from adapt.store.traces import genai_histograms
+
+    task_id, attempt = await leased_task(sessions, 0)
+    sink = DbSink(sessions, task_id, attempt, OWNER)
+    await sink.emit(NodeCreated(node=Node(id=1, goal="g")))
+    messages = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "go"}]
+    await sink.emit(LLMCallMade(
+        call=LLMCall(id=1, node_id=1, role="executor", model="chatty", messages=messages,
+                     completion="c"),
+        request_fingerprint="f" * 64, response=ChatResponse(text="c", model="chatty")))
+    await sink.emit(answered(2))
+    await sink.flush()
+    async with sessions() as session:
+        chat = dict((await session.execute(select(LLMCallRow.id, LLMCallRow.chat).where(
+            LLMCallRow.task_id == task_id))).all())
+        sent = await call_prompts(session, task_id)
+        operations = {(h.model, h.operation) for h in await genai_histograms(session)}
+    assert chat == {1: True, 2: False}
+    assert sent[1].messages == messages and sent[1].prompt is None
+    assert sent[2].prompt == "p" and sent[2].messages is None
+    assert {("chatty", "chat"), ("m", "text_completion")} <= operations
