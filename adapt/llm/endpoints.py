@@ -43,8 +43,6 @@ def normalize_base_url(url: str) -> str:
 
 
 @dataclass(frozen=True)
-
-
 class Endpoint:
     """One allowed base URL and the key configured for it (``None``: no key is sent)."""
 
@@ -60,8 +58,6 @@ class Endpoint:
 
 
 @dataclass(frozen=True)
-
-
 class EndpointList:
     """The allowed endpoints; ``default`` (a name) serves specs that name no base URL."""
 

@@ -28,8 +28,6 @@ _HEX = {"x": 2, "u": 4, "U": 8}
 
 
 @dataclass(frozen=True, slots=True)
-
-
 class _Node:
     kind: str  # lit | cls | any | ref | seq | alt | rep
     text: str = ""  # lit: the string; cls: a Python regex class; ref: the rule name

@@ -45,16 +45,12 @@ log = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
-
-
 class WebhookRequest:
     url: str
     events: tuple[str, ...] = ("task.finished",)
 
 
 @dataclass(frozen=True)
-
-
 class Submission:
     """What a user asks for, already type-checked (e.g. by the API's request model)."""
 
@@ -69,8 +65,6 @@ class Submission:
 
 
 @dataclass(frozen=True)
-
-
 class Submitted:
     task: Task
     created: bool  # False: an idempotent replay returned the task created earlier

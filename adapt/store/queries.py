@@ -66,8 +66,6 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
 
 
 @dataclass
-
-
 class TaskPage:
     items: list[Task]
     next_cursor: str | None
@@ -186,8 +184,6 @@ async def node_calls(session: AsyncSession, task_id: str, node_id: int) -> Seque
 
 # -- events ---------------------------------------------------------------------------------
 @dataclass(frozen=True)
-
-
 class TaskProgress:
     status: str
     last_seq: int
@@ -220,8 +216,6 @@ async def events_after(
 
 # -- metrics --------------------------------------------------------------------------------
 @dataclass
-
-
 class Histogram:
     buckets: list[tuple[float, int]]  # (upper bound, cumulative count), +Inf excluded
     count: int
@@ -229,8 +223,6 @@ class Histogram:
 
 
 @dataclass
-
-
 class MetricsSnapshot:
     tasks_by_status: dict[str, int] = field(default_factory=dict)
     cancel_requested: int = 0

@@ -30,8 +30,6 @@ def _public(address: IPAddress) -> bool:
 
 
 @dataclass(frozen=True)
-
-
 class WebhookPolicy:
     #: networks and host names allowed even though they are not public (operator's choice)
     allowed: Sequence[str] = ()
