@@ -8,9 +8,10 @@ rows travel as JSON arrays unpacked by ``jsonb_to_recordset``; the statement tex
 on whether the batch ends the task, so each connection prepares it once. It is sent as a
 driver-level statement (no ORM, no SQL compilation, no statement per row).
 
-SQLite: ``adapt.store.batch_sqlite`` (one transaction on the driver's thread). Both do what
-``adapt.store.tasks.record_batch`` does for the task row, in the same statement or transaction
-as the rows.
+SQLite: ``adapt.store.batch_sqlite`` (one transaction on the driver's thread). Both take the
+batch's gap-free sequence numbers from ``tasks.last_seq`` and add its aggregates (and, when it
+ends the task, its final row: the lease goes) in the same statement or transaction as the rows,
+only while the attempt holds the lease.
 """
 
 from __future__ import annotations

@@ -8,8 +8,8 @@ so concurrent writers never both win; a write whose condition failed returns Non
 Event sequence numbers come from ``tasks.last_seq``: a write that also appends an event bumps
 ``last_seq`` in the same UPDATE, which locks the task row until commit (PostgreSQL) or holds the
 write lock (SQLite), so concurrent writers never reuse or skip a number. ``append_event`` does
-the same for an event alone, ``record_batch`` for a batch of them (``DbSink``'s writers,
-``adapt.store.batch``, do what it does in the statement that writes the batch).
+the same for an event alone; ``DbSink``'s batch writers (``adapt.store.batch``) do the same for
+a batch of them, in the one statement (or transaction) that writes the batch.
 
 Functions taking a session run in the caller's transaction (``submit``, ``cancel`` and
 ``resume`` commit it); functions taking a session factory run their own.
@@ -25,7 +25,7 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy import ColumnElement, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
-from sqlalchemy.ext.asyncio import AsyncConnection, AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine.events import EventType, FinishedData, ResumedData
 from adapt.engine.tree import FINAL_STATUSES
@@ -264,33 +264,6 @@ async def renew_leases(
     async with sessions.begin() as session:
         rows = (await session.execute(stmt)).all()
     return {str(r[0]): int(r[1]) for r in rows}
-
-
-async def record_batch(
-    session: AsyncSession | AsyncConnection, task_id: str, attempt: int, owner: str, events: int,
-    values: Mapping[str, Any],
-) -> tuple[int, bool] | None:
-    """Take ``events`` sequence numbers and apply ``values`` (aggregates, and the final
-    status when the batch ends the task), if ``attempt`` of ``owner`` still holds the lease.
-    Returns the last number taken and whether cancellation was requested; None when the lease
-    is lost."""
-    row = (await session.execute(
-        update(Task)
-        .where(Task.id == task_id, *_holds(attempt, owner))
-        .values(**values, last_seq=Task.last_seq + events)
-        .returning(Task.last_seq, Task.cancel_requested)
-    )).one_or_none()
-    return None if row is None else (int(row[0]), bool(row[1]))
-
-
-def finished_values(
-    status: str, *, success: bool | None, reward: float | None, result: dict[str, Any] | None,
-    error: str | None, max_depth: int, resolved_goal: str | None,
-) -> dict[str, Any]:
-    """The task row of a task that ended ``status`` (for ``record_batch``): the lease goes."""
-    return dict(status=status, success=success, reward=reward, result=result, error=error,
-                max_depth=max_depth, resolved_goal=resolved_goal, finished_at=utcnow(),
-                lease_owner=None, lease_expires_at=None)
 
 
 async def finish_with_error(

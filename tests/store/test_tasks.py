@@ -12,8 +12,10 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine.events import FinishedData
 from adapt.store import tasks
+from adapt.store.batch import Batch
 from adapt.store.db import create_engine, session_factory
 from adapt.store.models import EventRow, NodeRow, Task, utcnow
+from adapt.store.sink import WRITERS
 
 OWNER, OTHER = "host:1:a", "host:2:b"
 
@@ -86,31 +88,49 @@ async def test_claim_is_exclusive_until_the_lease_expires(sessions) -> None:  # 
     assert await tasks.renew_leases(sessions, OWNER, 30) == {}
     assert await tasks.mark_due(sessions, utcnow(), queued_grace=30) == ["t1"]
     assert await tasks.claim(sessions, "t1", OTHER, 30) == 3
-    async with sessions.begin() as session:
-        assert await tasks.record_batch(session, "t1", 2, OWNER, 1, {}) is None
+    assert await write(sessions, "t1", 2, OWNER, batch(1)) is None
     assert not await tasks.finish_with_error(sessions, "t1", 2, OWNER, "late")
     assert (await row(sessions)).status == "running"
 
 
-async def test_record_batch_takes_gap_free_numbers_and_finishes(sessions) -> None:  # type: ignore[no-untyped-def]
+def batch(events: int, *, final: dict[str, object] | None = None) -> Batch:
+    return Batch(events=[{"type": "step", "payload": {"n": i}, "ordinal": i}
+                         for i in range(events)], final=final)
+
+
+async def write(sessions: async_sessionmaker[AsyncSession], task_id: str, attempt: int,
+                owner: str, b: Batch, **values: object) -> tuple[int, bool] | None:
+    """One batch through the sink's writer for this database (``adapt.store.batch``)."""
+    engine = sessions.kw["bind"]
+    totals = {"calls": 0, "prompt_tokens": 0, "completion_tokens": 0, "cost_usd": 0.0, **values}
+    return await WRITERS[engine.dialect.name](engine, task_id, attempt, owner, b, totals,
+                                              utcnow())
+
+
+async def test_batches_take_gap_free_numbers_and_the_last_one_finishes(sessions) -> None:  # type: ignore[no-untyped-def]
     await new_task(sessions)
     attempt = await tasks.claim(sessions, "t1", OWNER, 30)
     assert attempt == 1
-    async with sessions.begin() as session:
-        assert await tasks.record_batch(session, "t1", 1, OWNER, 3,
-                                        {"nodes_count": Task.nodes_count + 2}) == (3, False)
+    assert await write(sessions, "t1", 1, OWNER, batch(3), calls=2, prompt_tokens=10) == (
+        3, False)
     async with sessions() as session:
         running = await session.get(Task, "t1")
         assert running is not None
         assert not await tasks.cancel(session, running)  # requested: seen by the next batch
-    values = tasks.finished_values("cancelled", success=False, reward=0.0, result={"x": 1},
-                                   error=None, max_depth=1, resolved_goal="g")
-    async with sessions.begin() as session:
-        assert await tasks.record_batch(session, "t1", 1, OWNER, 2, values) == (5, True)
+    final = {"status": "cancelled", "success": False, "reward": 0.0, "result": {"x": 1},
+             "error": None, "max_depth": 1, "resolved_goal": "g"}
+    assert await write(sessions, "t1", 1, OWNER, batch(2, final=final)) == (5, True)
     task = await row(sessions)
-    assert (task.status, task.nodes_count, task.lease_owner, task.result) == (
-        "cancelled", 2, None, {"x": 1})
+    assert (task.status, task.llm_calls, task.prompt_tokens, task.lease_owner, task.result) == (
+        "cancelled", 2, 10, None, {"x": 1})
     assert task.finished and task.finished_at is not None
+    async with sessions() as session:
+        seqs = (await session.execute(select(EventRow.seq).where(EventRow.task_id == "t1")
+                                      .order_by(EventRow.seq))).scalars().all()
+    assert seqs == [1, 2, 3, 4, 5]
+    # the attempt no longer holds a lease: a late batch writes nothing
+    assert await write(sessions, "t1", 1, OWNER, batch(1)) is None
+    assert (await row(sessions)).last_seq == 5
 
 
 async def test_cancel_a_queued_task_ends_it_with_one_event(sessions) -> None:  # type: ignore[no-untyped-def]
