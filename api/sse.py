@@ -16,8 +16,8 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from adapt.store.models import EventRow
-from adapt.store.queries import events_after, task_progress
+from adapt.store.event_log import NodeStates, StoredEvent, read_events
+from adapt.store.queries import task_progress
 
 FINISHED_EVENT = "task.finished"
 
@@ -30,14 +30,14 @@ class StreamOptions:
     retry_ms: int = 1000
 
 
-def event_json(row: EventRow) -> dict[str, Any]:
-    return {"seq": row.seq, "type": row.type, "created_at": row.created_at.isoformat(),
-            "data": row.payload}
+def event_json(event: StoredEvent) -> dict[str, Any]:
+    return {"seq": event.seq, "type": event.type, "created_at": event.created_at.isoformat(),
+            "data": event.data}
 
 
-def format_event(row: EventRow) -> str:
-    data = json.dumps(event_json(row), separators=(",", ":"), ensure_ascii=False)
-    return f"id: {row.seq}\nevent: {row.type}\ndata: {data}\n\n"
+def format_event(event: StoredEvent) -> str:
+    data = json.dumps(event_json(event), separators=(",", ":"), ensure_ascii=False)
+    return f"id: {event.seq}\nevent: {event.type}\ndata: {data}\n\n"
 
 
 async def event_stream(
@@ -51,13 +51,14 @@ async def event_stream(
     ``task.finished``, or at once when the task is finished and nothing is left to send."""
     yield f"retry: {options.retry_ms}\n\n"
     last = after_seq
+    states: NodeStates = {}  # node snapshots carried from page to page
     quiet_since = time.monotonic()
     while True:
         async with sessions() as session:
             progress = await task_progress(session, task_id)
             if progress is None:  # deleted under us
                 return
-            rows = (await events_after(session, task_id, last, options.batch)
+            rows = (await read_events(session, task_id, last, options.batch, states=states)
                     if progress.last_seq > last else [])
         if rows and await is_disconnected():
             return  # the client went away: write nothing more

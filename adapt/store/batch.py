@@ -121,9 +121,10 @@ WITH t AS (
   SELECT $1, {_names(_CALL_COLS, "r.")}, $2, $5 FROM t,
     jsonb_to_recordset($15::text::jsonb) AS r({_record(_CALL_COLS)})
 ), e AS (
-  INSERT INTO events (task_id, seq, type, payload, ordinal, created_at)
-  SELECT $1, t.last_seq - $4 + r.i, r.type, r.payload, r.ordinal, $5 FROM t,
-    jsonb_to_recordset($16::text::jsonb) AS r(i int, type text, payload jsonb, ordinal int)
+  INSERT INTO events (task_id, seq, type, payload, ordinal, node_id, created_at)
+  SELECT $1, t.last_seq - $4 + r.i, r.type, r.payload, r.ordinal, r.node_id, $5 FROM t,
+    jsonb_to_recordset($16::text::jsonb)
+      AS r(i int, type text, payload jsonb, ordinal int, node_id int)
 )
 SELECT last_seq, cancel_requested FROM t"""
 

@@ -49,8 +49,8 @@ _INSERT_STEP = (f"INSERT INTO steps (task_id, {_names(_STEP_COLS)}) "
                 f"VALUES ({_marks(len(_STEP_COLS) + 1)})")
 _INSERT_CALL = (f"INSERT INTO llm_calls (task_id, {_names(_CALL_COLS)}, attempt, created_at) "
                 f"VALUES ({_marks(len(_CALL_COLS) + 3)})")
-_INSERT_EVENT = ("INSERT INTO events (task_id, seq, type, payload, ordinal, created_at) "
-                 "VALUES (?, ?, ?, ?, ?, ?)")
+_INSERT_EVENT = ("INSERT INTO events (task_id, seq, type, payload, ordinal, node_id, "
+                 "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
 _INSERT_BLOCK = "INSERT OR IGNORE INTO prompt_blocks (hash, parent, text) VALUES (?, ?, ?)"
 
 
@@ -123,7 +123,7 @@ async def write_sqlite(engine: AsyncEngine, task_id: str, attempt: int, owner: s
         "steps": [(task_id, *_row(_STEP_COLS, s)) for s in steps],
         "calls": [(task_id, *_row(_CALL_COLS, c), attempt, stamp) for c in calls],
         "events": [(task_id, e["type"], orjson.dumps(e["payload"]).decode(), e["ordinal"],
-                    stamp) for e in events],
+                    e.get("node_id"), stamp) for e in events],
     }
     task = _task_update(task_id, attempt, owner, clean, values, stamp)
     async with engine.connect() as conn:

@@ -25,6 +25,7 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    text,
 )
 from sqlalchemy import false as sa_false
 from sqlalchemy.dialects.postgresql import JSONB
@@ -240,9 +241,17 @@ class PromptBlock(Base):
 
 
 class EventRow(Base):
-    """Append-only event log; ``seq`` is per task and gap-free."""
+    """Append-only event log; ``seq`` is per task and gap-free. Payloads are compact (they name
+    the rows of other tables, and a node update holds what changed): read events through
+    ``adapt.store.event_log.read_events``."""
 
     __tablename__ = "events"
+    __table_args__ = (
+        # a node's earlier events, to rebuild its snapshot before a page of events
+        Index("ix_events_task_node", "task_id", "node_id", "seq",
+              postgresql_where=text("node_id IS NOT NULL"),
+              sqlite_where=text("node_id IS NOT NULL")),
+    )
 
     task_id: Mapped[str] = mapped_column(
         String(32), ForeignKey("tasks.id", ondelete="CASCADE"), primary_key=True
@@ -251,6 +260,8 @@ class EventRow(Base):
     type: Mapped[str] = mapped_column(String(32))
     payload: Mapped[dict[str, Any]] = mapped_column(JSONType)
     ordinal: Mapped[int | None] = mapped_column(Integer)  # engine emission index; None: service
+    #: the node of a node event (``node.created`` / ``node.updated``), else None
+    node_id: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
 
 

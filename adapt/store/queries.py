@@ -20,7 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapt.engine.tree import FINAL_STATUSES, TASK_STATUSES
 from adapt.errors import InvalidCursor as InvalidCursor
-from adapt.store.models import EventRow, LLMCallRow, NodeRow, StepRow, Task
+from adapt.store.models import LLMCallRow, NodeRow, StepRow, Task
 from adapt.store.workers import live_workers
 
 #: upper bounds (seconds) of the LLM call latency histogram
@@ -199,19 +199,6 @@ async def task_progress(session: AsyncSession, task_id: str) -> TaskProgress | N
         select(Task.status, Task.last_seq).where(Task.id == task_id)
     )).one_or_none()
     return None if row is None else TaskProgress(str(row.status), int(row.last_seq))
-
-
-async def events_after(
-    session: AsyncSession, task_id: str, after_seq: int, limit: int
-) -> Sequence[EventRow]:
-    """Events with ``seq > after_seq``, oldest first, at most ``limit``."""
-    stmt = (
-        select(EventRow)
-        .where(EventRow.task_id == task_id, EventRow.seq > after_seq)
-        .order_by(EventRow.seq)
-        .limit(limit)
-    )
-    return (await session.execute(stmt)).scalars().all()
 
 
 # -- metrics --------------------------------------------------------------------------------

@@ -39,6 +39,7 @@ from adapt.engine.events import (
 from adapt.errors import LeaseLost
 from adapt.store.batch import Batch, write_postgres
 from adapt.store.batch_sqlite import write_sqlite
+from adapt.store.event_log import compact
 from adapt.store.models import utcnow
 from adapt.store.prompts import PromptWriter, encode, known_blocks
 from adapt.store.responses import response_extra
@@ -75,10 +76,15 @@ class DbSink:
         self._prompts = PromptWriter(known_blocks(engine.sync_engine))
         self._batch = Batch()
         self._pending: asyncio.Future[None] | None = None
+        #: every node's snapshot in its latest event (what the next ``node.updated`` is
+        #: stored against: ``adapt.store.event_log``)
+        self._nodes: dict[int, dict[str, Any]] = {}
 
     async def emit(self, event: Event) -> None:
         self.ordinal += 1
         if self.ordinal <= self.skip:
+            if isinstance(event, NodeCreated | NodeUpdated):  # stored: later events build on it
+                self._nodes[event.node.id] = event.node.model_dump(mode="json")
             return
         self._add(event)
         # an answered call is written at once: a crash from here on does not pay for it again
@@ -90,20 +96,22 @@ class DbSink:
         payload: dict[str, Any]
         if isinstance(event, NodeCreated | NodeUpdated):
             node = event.node.model_dump(mode="json")
-            payload = {"node": node}
+            # the event log keeps what changed since the node's previous event
+            payload = compact(event.type, {"node": node}, self._nodes.get(event.node.id))
+            self._nodes[event.node.id] = node
             if isinstance(event, NodeCreated) or event.node.id in b.created:
                 b.created[event.node.id] = node
             else:
                 b.updated[event.node.id] = node
         elif isinstance(event, StepAppended):
             step = event.step.model_dump(mode="json")
-            payload = {"step": step}
+            payload = compact(event.type, {"step": step}, None)  # names the step's row
             b.steps.append(step)
         elif isinstance(event, LLMCallMade):
             call = event.call
-            # the event names the call without its prompt (stored once, with the call)
+            # the event names the call's row (its prompt is stored once, as blocks)
             data = call.model_dump(mode="json", exclude={"prompt", "messages"})
-            payload = {"call": {**data, "prompt": None, "messages": None}}
+            payload = compact(event.type, {"call": data}, None)
             ref = None
             if self.store_prompts:
                 document = encode(call.prompt, call.messages)
@@ -129,7 +137,9 @@ class DbSink:
             b.final = {"status": r.status, "success": r.success, "reward": r.reward,
                        "result": result, "error": r.error, "max_depth": r.max_depth,
                        "resolved_goal": r.goal}
-        b.events.append({"type": event.type, "payload": payload, "ordinal": self.ordinal})
+        node_id = event.node.id if isinstance(event, NodeCreated | NodeUpdated) else None
+        b.events.append({"type": event.type, "payload": payload, "ordinal": self.ordinal,
+                         "node_id": node_id})
 
     async def flush(self) -> None:
         """Write what is buffered, and wait for it (and for any earlier write)."""

@@ -14,6 +14,7 @@ from sqlalchemy import Float, case, cast, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine.tree import FINAL_STATUSES
+from adapt.store.event_log import StoredEvent, read_events
 from adapt.store.models import Counter, EventRow, LLMCallRow, Task
 from adapt.store.prompts import StoredPrompt, call_prompts
 from adapt.store.responses import full_response
@@ -53,7 +54,7 @@ class TaskHistory:
     """Everything a finished task's trace is rebuilt from."""
 
     task: Task
-    events: Sequence[EventRow]  # in sequence order
+    events: Sequence[StoredEvent]  # in sequence order, whole
     calls: dict[int, LLMCallRow]  # by call id
     #: what each call sent (read through ``adapt.store.prompts``), by call id
     prompts: dict[int, StoredPrompt] = field(default_factory=dict)
@@ -65,9 +66,7 @@ async def task_history(sessions: async_sessionmaker[AsyncSession],
         task = await session.get(Task, task_id)
         if task is None:
             return None
-        events = (await session.execute(
-            select(EventRow).where(EventRow.task_id == task_id)
-            .order_by(EventRow.seq))).scalars().all()
+        events = await read_events(session, task_id, 0, None)
         calls = (await session.execute(
             select(LLMCallRow).where(LLMCallRow.task_id == task_id))).scalars().all()
         prompts = await call_prompts(session, task_id)

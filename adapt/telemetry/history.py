@@ -25,7 +25,8 @@ from adapt.engine.events import (
 from adapt.engine.tree import LLMCall, Node, Step, TaskResult
 from adapt.llm.base import ChatResponse
 from adapt.store import traces
-from adapt.store.models import EventRow, Task
+from adapt.store.event_log import StoredEvent
+from adapt.store.models import Task
 from adapt.telemetry.semconv import TaskInfo
 from adapt.telemetry.sink import Export
 from adapt.telemetry.spans import SpanRecord, TraceBuilder
@@ -49,9 +50,10 @@ def task_info(task: Task) -> TaskInfo:
         goal=task.resolved_goal or task.goal)
 
 
-def engine_event(row: EventRow, history: traces.TaskHistory, *, content: bool) -> Event | None:
-    """The engine event a stored event row records (None: a service event)."""
-    payload = row.payload or {}
+def engine_event(row: StoredEvent, history: traces.TaskHistory, *, content: bool
+                 ) -> Event | None:
+    """The engine event a stored event records (None: a service event)."""
+    payload = row.data
     if row.type in ("node.created", "node.updated"):
         node = Node.model_validate(payload["node"])
         return NodeCreated(node=node) if row.type == "node.created" else NodeUpdated(node=node)
@@ -81,7 +83,7 @@ def rebuild(history: traces.TaskHistory, *, content: bool) -> list[SpanRecord]:
         if event is not None:
             spans.extend(builder.feed(event, ns(row.created_at)))
         elif row.type == "task.finished":  # the service ended it (an error, a cancel)
-            error = (row.payload or {}).get("error") or "ended by the service"
+            error = row.data.get("error") or "ended by the service"
             spans.extend(builder.abort(ns(row.created_at), str(error)))
     if not builder.finished and history.task.finished_at is not None:
         spans.extend(builder.abort(ns(history.task.finished_at),

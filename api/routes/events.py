@@ -8,6 +8,7 @@ from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse, StreamingResponse
 
 from adapt.store import queries
+from adapt.store.event_log import read_events
 from api.deps import SessionDep, SessionsDep, TenantDep
 from api.problems import not_found
 from api.routes.tasks import PROBLEMS
@@ -101,10 +102,10 @@ async def task_events(
 
     after = since or 0
     progress = queries.TaskProgress(task.status, task.last_seq)
-    rows = await queries.events_after(session, task.id, after, limit)
-    last = rows[-1].seq if rows else after
+    events = await read_events(session, task.id, after, limit)
+    last = events[-1].seq if events else after
     page = EventList(
-        events=[EVENT.validate_python(event_json(r)) for r in rows], last_seq=last,
+        events=[EVENT.validate_python(event_json(e)) for e in events], last_seq=last,
         finished=progress.finished and last >= progress.last_seq,
         status=task.status,
     )

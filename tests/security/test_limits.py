@@ -10,6 +10,7 @@ from typing import Any
 from sqlalchemy import select
 
 from adapt.store.db import create_engine, session_factory
+from adapt.store.event_log import read_events
 from adapt.store.models import EventRow, LLMCallRow, PromptBlock
 from adapt.store.prompts import call_prompts
 from tests.api.conftest import FakeDispatcher
@@ -86,6 +87,7 @@ async def test_prompts_are_stored_once_and_a_long_prompt_ends_the_branch(
             events = (await session.execute(select(EventRow).where(
                 EventRow.task_id == task["id"], EventRow.type == "llm_call"))).scalars().all()
             prompts = await call_prompts(session, task["id"])
+            shown = await read_events(session, task["id"], 0, None)
             blocks = (await session.execute(select(PromptBlock.text))).scalars().all()
     finally:
         await engine.dispose()
@@ -93,8 +95,10 @@ async def test_prompts_are_stored_once_and_a_long_prompt_ends_the_branch(
     assert all(len(p.prompt or json.dumps(p.messages)) > len(goal) for p in prompts.values())
     # the four prompts extend each other: the goal is stored once, not once per call
     assert sum(b.count(goal.strip()) for b in blocks) == 1
-    assert all(e.payload["call"]["prompt"] is None and e.payload["call"]["messages"] is None
-               for e in events)
+    # the stored event names its call; read whole, it shows no prompt either
+    assert all(set(e.payload) == {"call_id"} for e in events)
+    assert all(e.data["call"]["prompt"] is None and e.data["call"]["messages"] is None
+               for e in shown if e.type == "llm_call")
     assert sum(len(json.dumps(e.payload)) for e in events) < len(goal)
     assert capped["status"] == "budget_exceeded" and capped["usage"]["llm_calls"] == 0
     assert capped["result"]["budget_exceeded"] == "prompt_chars"

@@ -9,7 +9,8 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine import RunConfig
-from adapt.store.models import EventRow, NodeRow, StepRow, Task
+from adapt.store.event_log import StoredEvent, read_events
+from adapt.store.models import NodeRow, StepRow, Task
 
 
 async def insert_task(
@@ -54,11 +55,10 @@ async def persisted_tree(sessions: async_sessionmaker[AsyncSession], task_id: st
         return out
 
 
-async def events(sessions: async_sessionmaker[AsyncSession], task_id: str) -> list[EventRow]:
+async def events(sessions: async_sessionmaker[AsyncSession], task_id: str) -> list[StoredEvent]:
+    """The task's events, whole (as the API shows them)."""
     async with sessions() as session:
-        return list((await session.execute(
-            select(EventRow).where(EventRow.task_id == task_id).order_by(EventRow.seq)
-        )).scalars())
+        return await read_events(session, task_id, 0, None)
 
 
 async def task_row(sessions: async_sessionmaker[AsyncSession], task_id: str) -> Task:

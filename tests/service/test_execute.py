@@ -81,7 +81,7 @@ async def test_persisted_tree_equals_the_engine_tree(ctx: ServiceContext) -> Non
     assert task.resolved_goal == "craft comparator" and task.max_depth == 3
     evs = await events(ctx.sessions, task_id)
     assert [e.seq for e in evs] == list(range(1, len(evs) + 1)) == list(range(1, task.last_seq + 1))
-    assert evs[-1].type == "task.finished" and evs[-1].payload["status"] == "succeeded"
+    assert evs[-1].type == "task.finished" and evs[-1].data["status"] == "succeeded"
     # 15 calls with verification on (22 with it off: verified sub-goals end early or are skipped)
     assert task.llm_calls == sum(e.type == "llm_call" for e in evs) == 15
 

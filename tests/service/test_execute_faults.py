@@ -104,7 +104,7 @@ async def test_any_database_side_failure_resumes_and_never_shows_sql(
         assert await execute_task(ctx, task_id) == "succeeded"
         await check_resumed(ctx, task_id, model)
         for e in await events(ctx.sessions, task_id):
-            assert "INSERT" not in str(e.payload) and "secret" not in str(e.payload)
+            assert "INSERT" not in str(e.data) and "secret" not in str(e.data)
     finally:
         await ctx.aclose()
 

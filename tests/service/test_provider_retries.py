@@ -47,7 +47,7 @@ async def test_transient_errors_are_retried_and_recorded_on_each_call(
         # every error the provider answered was retried, and counted on the call it delayed
         assert await retries_recorded(ctx, task_id) == injected
         evs = [e for e in await events(ctx.sessions, task_id) if e.type == "llm_call"]
-        assert sum(e.payload["call"]["retries"] for e in evs) == injected
+        assert sum(e.data["call"]["retries"] for e in evs) == injected
     finally:
         await ctx.aclose()
 

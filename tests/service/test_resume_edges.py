@@ -89,7 +89,7 @@ async def test_cancel_while_the_worker_is_dead_pays_no_further_call(database_url
         evs = await events(ctx2.sessions, task_id)
         assert [e.seq for e in evs] == list(range(1, task.last_seq + 1))
         assert [e.ordinal for e in evs] == list(range(1, len(evs) + 1))
-        assert evs[-1].type == "task.finished" and evs[-1].payload["status"] == "cancelled"
+        assert evs[-1].type == "task.finished" and evs[-1].data["status"] == "cancelled"
     finally:
         await ctx2.aclose()
 

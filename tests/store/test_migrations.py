@@ -27,7 +27,7 @@ def test_migrations_match_the_models(database_url: str) -> None:
 
 def test_pending_on_an_empty_database(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert pending(f"sqlite:///{tmp_path / 'empty.db'}") == ["0001", "0002", "0003", "0004", "0005", "0006", "0007",
-                                                      "0008", "0009", "0010"]
+                                                      "0008", "0009", "0010", "0011"]
 
 
 def test_upgrade_from_0001_keeps_rows_and_adds_the_monitor_column(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -218,5 +218,108 @@ def test_0010_moves_stored_prompts_into_shared_blocks_and_back(backend: str, tmp
                            else json.loads(r[2])) for r in rows} == expected
             command.upgrade(cfg, "head")
             assert read() == expected
+        finally:
+            engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_0011_indexes_node_events_and_the_downgrade_writes_compact_payloads_whole(
+        backend: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """Events stored whole before 0011 get their node id and read as they are; compact events
+    (a node update, a step and a call named by their rows) are written whole again by the
+    downgrade, for the code before 0011."""
+    import asyncio
+
+    from alembic import command
+
+    from adapt.store.db import create_engine as create_async_engine
+    from adapt.store.db import session_factory
+    from adapt.store.event_log import read_events
+    from adapt.store.migrate import alembic_config
+
+    node = {"id": 1, "parent_id": None, "goal": "craft a stick", "status": "running",
+            "usage": {"llm_calls": 0}}
+    done = {**node, "status": "succeeded", "usage": {"llm_calls": 1}}
+    step = {"kind": "action", "node_id": 1, "index": 1, "raw": "get 1 log", "text": "get 1 log",
+            "observation": "Got 1 log", "reward": 0.0, "done": False, "error": None,
+            "extra": None}
+    call = {"id": 1, "node_id": 1, "role": "executor", "model": "sim:a", "simulated": True,
+            "stop": ["\n"], "completion": "get 1 log", "prompt_tokens": 5,
+            "completion_tokens": 3, "usage_estimated": True, "latency_s": 0.5,
+            "cost_usd": 0.0, "monitor": None, "retries": 0, "prompt": None, "messages": None}
+    insert_task = text(
+        "INSERT INTO tasks (id, tenant, status, environment, environment_config, strategy, "
+        "profile, d_max, run_config, executor_model, planner_model, executor_simulated, "
+        "planner_simulated, llm_calls, prompt_tokens, completion_tokens, nodes_count, "
+        "max_depth, cancel_requested, attempt, last_seq, created_at, updated_at) VALUES "
+        "(:id, 'x', 'running', 'textcraft', '{}', 'adapt', 'default', 3, '{}', 'sim:a', "
+        "'sim:a', true, true, 1, 5, 3, 1, 1, false, 1, 0, :now, :now)")
+    insert_event = text("INSERT INTO events (task_id, seq, type, payload, ordinal, created_at) "
+                        "VALUES (:t, :s, :type, :p, :s, :now)")
+    whole = [("node.created", {"node": node}), ("step", {"step": step}),
+             ("llm_call", {"call": call}), ("node.updated", {"node": done})]
+
+    def read(url: str, task_id: str) -> list[tuple[str, object]]:
+        async def go() -> list[tuple[str, object]]:
+            engine = create_async_engine(url)
+            try:
+                async with session_factory(engine)() as session:
+                    events = await read_events(session, task_id, 0, None)
+            finally:
+                await engine.dispose()
+            return [(e.type, e.data) for e in events]
+        return asyncio.run(go())
+
+    with _old_db(backend, tmp_path) as url:
+        cfg = alembic_config(url)
+        command.upgrade(cfg, "0010")
+        engine = create_engine(_sync_url(url))
+        try:
+            with engine.begin() as conn:
+                conn.execute(insert_task, {"id": "old", "now": "2026-01-01"})
+                for seq, (type_, payload) in enumerate(whole, 1):
+                    conn.execute(insert_event, {"t": "old", "s": seq, "type": type_,
+                                                "p": json.dumps(payload), "now": "2026-01-01"})
+            command.upgrade(cfg, "head")
+            with engine.connect() as conn:
+                ids = conn.execute(text("SELECT node_id FROM events WHERE task_id = 'old' "
+                                        "ORDER BY seq")).scalars().all()
+            assert ids == [1, None, None, 1]
+            assert read(url, "old") == whole
+
+            with engine.begin() as conn:  # the same task as the sink now stores it
+                conn.execute(insert_task, {"id": "new", "now": "2026-01-01"})
+                conn.execute(text(
+                    "INSERT INTO nodes (task_id, id, position, depth, kind, goal, status, "
+                    "steps_count, usage, updated_at) VALUES ('new', 1, 0, 1, 'task', 'g', "
+                    "'succeeded', 1, '{}', :now)"), {"now": "2026-01-01"})
+                conn.execute(text(
+                    'INSERT INTO steps (task_id, node_id, "index", kind, raw, text, observation, '
+                    "reward, done) VALUES ('new', 1, 1, 'action', 'get 1 log', 'get 1 log', "
+                    "'Got 1 log', 0, false)"))
+                conn.execute(text(
+                    "INSERT INTO llm_calls (task_id, id, node_id, role, model, simulated, stop, "
+                    "request_fingerprint, response, completion, prompt_tokens, "
+                    "completion_tokens, usage_estimated, latency_s, cost_usd, retries, "
+                    "attempt, created_at) VALUES ('new', 1, 1, 'executor', 'sim:a', true, "
+                    "'[\"\\n\"]', 'f', '{}', 'get 1 log', 5, 3, true, 0.5, 0, 0, 1, :now)"),
+                    {"now": "2026-01-01"})
+                compact = [("node.created", {"node": node}, 1),
+                           ("step", {"step_ref": [1, 1]}, None),
+                           ("llm_call", {"call_id": 1}, None),
+                           ("node.updated", {"node_id": 1, "changed": {
+                               "status": "succeeded", "usage": {"llm_calls": 1}}}, 1)]
+                for seq, (type_, payload, node_id) in enumerate(compact, 1):
+                    conn.execute(text(
+                        "INSERT INTO events (task_id, seq, type, payload, ordinal, node_id, "
+                        "created_at) VALUES ('new', :s, :type, :p, :s, :n, :now)"),
+                        {"s": seq, "type": type_, "p": json.dumps(payload), "n": node_id,
+                         "now": "2026-01-01"})
+            assert read(url, "new") == whole
+            command.downgrade(cfg, "0010")
+            with engine.connect() as conn:
+                rows = conn.execute(text("SELECT type, payload FROM events WHERE task_id = "
+                                         "'new' ORDER BY seq")).all()
+            assert [(t, json.loads(p) if isinstance(p, str) else p) for t, p in rows] == whole
         finally:
             engine.dispose()

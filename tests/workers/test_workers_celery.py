@@ -45,7 +45,7 @@ async def test_a_worker_runs_a_dispatched_task_to_the_engine_tree(
     assert await persisted_tree(pg_sessions, task_id) == expected
     evs = await events(pg_sessions, task_id)
     assert [e.seq for e in evs] == list(range(1, task.last_seq + 1))
-    assert evs[-1].type == "task.finished" and evs[-1].payload["status"] == "succeeded"
+    assert evs[-1].type == "task.finished" and evs[-1].data["status"] == "succeeded"
     # every call reached the server exactly once
     assert sim_prompt_hashes(sim.log()) == await persisted_prompt_hashes(pg_sessions, task_id)
     assert task.llm_calls == 15
