@@ -42,18 +42,15 @@ import httpx
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from adapt.bench.perfkit import Figure, load_avg, table
+from adapt.bench.perfkit import Figure, load_avg, scratch_database, table
 from adapt.engine import RunConfig
 from adapt.settings import Settings
 from adapt.store.db import create_engine, session_factory
-from adapt.store.migrate import upgrade
 from adapt.store.models import FINAL_STATUSES, LLMCallRow, Task, utcnow
 
 logger = logging.getLogger(__name__)
 
 ROOT = Path(__file__).resolve().parents[2]
-ADMIN_URL = os.environ.get("ADAPT_BENCH_POSTGRES_URL",
-                           "postgresql://postgres@127.0.0.1:5432/postgres")
 DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
 SIM_SPEC = "sim:textcraft?capability=1"
 
@@ -117,39 +114,6 @@ def sim_server(latency: float, log_dir: Path) -> Iterator[str]:
                     raise RuntimeError("the simulator server did not start") from None
                 time.sleep(0.1)
         yield f"{base}/v1"
-
-
-@contextlib.contextmanager
-def scratch_database(kind: str) -> Iterator[str]:
-    """A migrated throw-away database ("postgres" or "sqlite"), dropped afterwards."""
-    if kind == "sqlite":
-        with tempfile.TemporaryDirectory(prefix="adapt-bench-") as tmp:
-            url = f"sqlite:///{tmp}/bench.db"
-            upgrade(url)
-            yield url
-        return
-    import psycopg2
-    from psycopg2 import sql
-
-    name = f"adapt_bench_{uuid.uuid4().hex[:10]}"
-
-    def admin(statement: Any, *args: Any) -> None:
-        conn = psycopg2.connect(ADMIN_URL)
-        conn.autocommit = True
-        try:
-            with conn.cursor() as cur:
-                cur.execute(statement, args or None)
-        finally:
-            conn.close()
-
-    admin(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = f"{ADMIN_URL.rsplit('/', 1)[0]}/{name}"
-    try:
-        upgrade(url)
-        yield url
-    finally:
-        admin("SELECT pg_terminate_backend(pid) FROM pg_stat_activity WHERE datname = %s", name)
-        admin(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
 
 
 async def insert_tasks(
