@@ -113,3 +113,36 @@ def test_cancel_a_running_task_and_the_list_follows(page: Any, server: Server,
     # the list tab shows the new status without a reload
     listing.wait_for_selector(f"{row}[data-status=cancelled]", timeout=10_000)
     assert not page.js_errors
+
+
+def test_the_panel_of_a_running_node_keeps_what_the_reader_opened(page: Any, server: Server,
+                                                                   sim: SimServer) -> None:
+    # capability 3: the root's executor crafts the comparator itself, a step per second
+    body = slow_task(sim, seed=11)
+    body["executor"]["model"] = body["executor"]["model"].replace("capability=1", "capability=3")
+    task = server.submit(body)
+    page.goto(f"{server.url}/ui/tasks/{task['id']}?node=1")  # the root, while it runs
+    page.wait_for_selector("#node-panel[data-node-id='1'] .call", timeout=60_000)
+    page.wait_for_selector(".live[data-state=live]")
+    panel = page.locator("#node-panel")
+    calls = panel.locator(".call").count()
+    steps = panel.locator(".step").count()
+    assert page.locator("#node-panel[data-status=running]").count() == 1, "the root ended early"
+
+    # the reader expands the first prompt and scrolls the panel down to it
+    first = panel.locator(".call").first
+    first.locator("details summary").first.click()
+    assert first.locator("pre.prompt").is_visible()
+    page.evaluate("document.getElementById('node-panel').scrollTop = 150")
+    scrolled = page.evaluate("document.getElementById('node-panel').scrollTop")
+    assert scrolled > 0
+
+    # the node goes on: new steps and calls appear in the panel, the prompt stays expanded,
+    # the panel stays where the reader scrolled it
+    wait_for(lambda: panel.locator(".call").count() > calls
+             and panel.locator(".step").count() > steps, 60, "new steps and calls in the panel")
+    page.wait_for_timeout(300)  # any update in flight lands
+    assert panel.locator(".call").first.locator("details").first.get_attribute("open") is not None
+    assert panel.locator(".call").first.locator("pre.prompt").is_visible()
+    assert page.evaluate("document.getElementById('node-panel').scrollTop") == scrolled
+    assert not page.js_errors

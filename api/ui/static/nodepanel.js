@@ -1,5 +1,8 @@
 // The node detail panel: GET /tasks/{id}/nodes/{node_id}, shown beside the tree (over it in a
-// narrow window). Deep link: /ui/tasks/{id}?node={node_id}.
+// narrow window). Deep link: /ui/tasks/{id}?node={node_id}. While the node runs the panel is
+// re-read on its events; an update keeps what the reader did: the steps and calls already shown
+// stay the same elements (an expanded prompt stays expanded), other expanded sections are
+// re-opened, and the scroll position and focus are restored.
 
 import { api, curl } from "./api.js";
 import { claimOf } from "./tree.js";
@@ -14,8 +17,9 @@ function pre(text, cls = "") {
   return el("pre", { class: `text ${cls}`, text: text ?? "" });
 }
 
-function details(summary, body, open = false) {
-  return el("details", { open }, el("summary", { text: summary }), body);
+// `key` names a section across updates (its open state is restored)
+function details(summary, body, key) {
+  return el("details", { dataset: key ? { key } : undefined }, el("summary", { text: summary }), body);
 }
 
 function facts(pairs) {
@@ -32,11 +36,17 @@ function verdictText(node) {
   return null;
 }
 
-function renderSteps(steps) {
+function renderSteps(steps, kept) {
   if (!steps.length) return el("p", { class: "muted", text: "No executor steps." });
   const list = el("ol", { class: "steps" });
   for (const step of steps) {
-    const item = el("li", { class: `step step-${step.kind}` });
+    const sig = JSON.stringify(step);
+    const old = kept?.steps.get(sig);
+    if (old) {
+      list.append(old);
+      continue;
+    }
+    const item = el("li", { class: `step step-${step.kind}`, dataset: { sig } });
     item.append(el("div", { class: "step-head" },
       el("span", { class: `step-kind kind-${step.kind}`, text: step.kind }),
       el("span", { class: "muted", text: `#${step.index}` }),
@@ -76,10 +86,12 @@ function renderPlan(plan) {
       : el("ol", { class: "plan-steps" }, steps.map((step) => el("li", { text: step }))),
     plan.warnings?.length ? el("ul", { class: "plan-warnings" },
       plan.warnings.map((w) => el("li", { class: "badge warn", text: w }))) : null,
-    details("raw planner output", pre(plan.raw ?? "")));
+    details("raw planner output", pre(plan.raw ?? ""), "plan-raw"));
 }
 
-function renderCall(call) {
+function renderCall(call, kept) {
+  const old = kept?.calls.get(String(call.id)); // a recorded call does not change
+  if (old) return old;
   const monitor = call.monitor;
   const corrections = monitor ? (monitor.corrections ?? monitor.violations ?? 0) : 0;
   const box = el("article", { class: "call", dataset: { callId: call.id } });
@@ -93,28 +105,57 @@ function renderCall(call) {
   const prompt = call.messages?.length
     ? call.messages.map((m) => `[${m.role}]\n${m.content}`).join("\n\n")
     : (call.prompt ?? "(prompt not stored)");
-  box.append(details(`prompt (${prompt.length} chars)`, pre(prompt, "prompt")));
+  box.append(details(`prompt (${prompt.length} chars)`, pre(prompt, "prompt"), `prompt-${call.id}`));
   box.append(el("div", { class: "muted label", text: "completion" }), pre(call.completion, "completion"));
-  if (monitor) box.append(details("decoding monitor", pre(JSON.stringify(monitor, null, 2))));
+  if (monitor) box.append(details("decoding monitor", pre(JSON.stringify(monitor, null, 2)), `monitor-${call.id}`));
   return box;
 }
 
-export async function renderNodePanel(container, taskId, nodeId, { onClose, signal } = {}) {
+// What an update keeps of the panel on show: its elements that do not change, the open state
+// of its sections, its scroll position and the focused element.
+function keep(container) {
+  const active = container.contains(document.activeElement) ? document.activeElement : null;
+  return {
+    head: container.querySelector(".panel-head"),
+    calls: new Map([...container.querySelectorAll("article.call")].map((c) => [c.dataset.callId, c])),
+    steps: new Map([...container.querySelectorAll("li.step")].map((s) => [s.dataset.sig, s])),
+    open: new Map([...container.querySelectorAll("details[data-key]")].map((d) => [d.dataset.key, d.open])),
+    focusKey: active?.closest("details[data-key]")?.dataset.key ?? null,
+    active,
+    scrollTop: container.scrollTop,
+  };
+}
+
+function restore(container, kept) {
+  for (const d of container.querySelectorAll("details[data-key]")) {
+    if (kept.open.has(d.dataset.key)) d.open = kept.open.get(d.dataset.key);
+  }
+  container.scrollTop = kept.scrollTop;
+  if (kept.active?.isConnected) kept.active.focus({ preventScroll: true });
+  else if (kept.focusKey) {
+    container.querySelector(`details[data-key="${CSS.escape(kept.focusKey)}"] > summary`)?.focus({ preventScroll: true });
+  }
+}
+
+// `update`: the panel already shows this node and is re-read for its new steps and calls
+export async function renderNodePanel(container, taskId, nodeId, { onClose, signal, update = false } = {}) {
   const path = `/tasks/${encodeURIComponent(taskId)}/nodes/${nodeId}`;
+  const same = () => update && container.dataset.nodeId === String(nodeId);
   let node;
   try {
     node = await api(path, { signal });
   } catch (error) {
-    if (signal?.aborted) return;
+    if (signal?.aborted || same()) return; // an update that failed keeps what is shown
     container.replaceChildren(problemBox(error));
     return;
   }
   if (signal?.aborted) return;
-  const close = el("button", { class: "close", type: "button", "aria-label": "Close node panel",
-    text: "✕", onclick: () => onClose && onClose() });
-  const head = el("header", { class: "panel-head" },
+  const kept = same() ? keep(container) : null;
+  const head = kept?.head ?? el("header", { class: "panel-head" },
     el("h2", { id: "panel-title", text: `Node ${node.id}` }),
-    copyButton(() => curl(path)), close);
+    copyButton(() => curl(path)),
+    el("button", { class: "close", type: "button", "aria-label": "Close node panel",
+      text: "✕", onclick: () => onClose && onClose() }));
   const verdict = verdictText(node);
   const parts = [
     head,
@@ -134,16 +175,17 @@ export async function renderNodePanel(container, taskId, nodeId, { onClose, sign
       ["cost", fmtCost(node.usage?.cost_usd)],
       ...(node.error ? [["error", node.error]] : []),
     ]),
-    section(`Trajectory (${node.steps.length} step${node.steps.length === 1 ? "" : "s"})`, renderSteps(node.steps)),
+    section(`Trajectory (${node.steps.length} step${node.steps.length === 1 ? "" : "s"})`, renderSteps(node.steps, kept)),
     section("Plan", renderPlan(node.plan)),
     section(`LLM calls (${node.llm_calls.length})`,
-      node.llm_calls.length ? el("div", {}, node.llm_calls.map(renderCall))
+      node.llm_calls.length ? el("div", {}, node.llm_calls.map((c) => renderCall(c, kept)))
         : el("p", { class: "muted", text: "No LLM calls at this node." })),
     section("Context",
       el("h4", { text: "in" }), pre(node.context_in ?? "(none)"),
       el("h4", { text: "out" }), pre(node.context_out ?? "(none)")),
   ];
   put(container, parts);
+  if (kept) restore(container, kept);
   container.dataset.nodeId = String(node.id);
   container.dataset.status = node.status;
 }

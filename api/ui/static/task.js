@@ -156,6 +156,28 @@ export async function taskPage(main, taskId, params, signal) {
   main.dataset.loaded = "true";
   main.dataset.startSeq = String(treeData.last_seq);
 
+  // the open node's panel, re-read on its events: one request at a time (the last events
+  // are never missed: a request asked for while one runs follows it), as an update that keeps
+  // the reader's expanded prompts, scroll position and focus
+  let panelBusy = false;
+  let panelAgain = false;
+  const refreshPanel = async () => {
+    if (panelBusy) {
+      panelAgain = true;
+      return;
+    }
+    panelBusy = true;
+    try {
+      await renderNodePanel(panel, taskId, openId, { signal: panelController.signal, onClose: closePanel, update: true });
+    } finally {
+      panelBusy = false;
+      if (panelAgain && openId !== null) {
+        panelAgain = false;
+        refreshPanel();
+      }
+    }
+  };
+
   // live: apply events in order, repaint at most once per frame
   const applied = [];
   window.adaptEventLog = applied;
@@ -168,9 +190,7 @@ export async function taskPage(main, taskId, params, signal) {
     treeView.refresh();
     if (panelStale && openId !== null) {
       panelStale = false;
-      panelController?.abort();
-      panelController = new AbortController();
-      renderNodePanel(panel, taskId, openId, { signal: panelController.signal, onClose: closePanel });
+      refreshPanel();
     }
   };
   const onEvent = (event) => {
