@@ -99,6 +99,42 @@ def test_a_5000_node_tree_is_virtualised_and_navigable(page: Any, server: Server
     assert not page.js_errors
 
 
+def test_the_tasks_list_pages_older_newer_and_newest(browser: Any, page: Any,
+                                                    server: Server) -> None:
+    for _ in range(55):  # three pages of 25 at least
+        insert_big_task(server, uuid.uuid4().hex, 1)
+    page.goto(f"{server.url}/ui")
+    page.wait_for_selector("table.tasks")
+    first = page.locator("tr[data-task-id]").first.get_attribute("data-task-id")
+    assert page.locator("#page-newest, #page-newer").count() == 0
+    page.click(".pager a:has-text('Older')")
+    page.wait_for_selector("#page-newest")
+    second_url = page.url
+    assert "cursor=" in second_url and page.locator("#page-newer").count() == 0  # newer: newest
+    page.click(".pager a:has-text('Older')")
+    page.wait_for_url(lambda url: url != second_url)
+    page.wait_for_selector("#page-newer")
+    third_url = page.url
+    page.click("#page-newer")  # back to the page this tab came from
+    page.wait_for_url(second_url)
+    page.wait_for_selector(f"tr[data-task-id]:not([data-task-id='{first}'])")
+
+    # a deep link to the third page, in a new tab: "Newest" is a link to the first page
+    other = browser.new_context().new_page()
+    try:
+        other.goto(third_url)
+        other.wait_for_selector("table.tasks")
+        assert other.locator("#page-newer").count() == 0  # nothing seen before it
+        assert other.get_attribute("#page-newest", "href") == "/ui"
+        other.click("#page-newest")
+        other.wait_for_url(f"{server.url}/ui")
+        other.wait_for_selector(f"tr[data-task-id='{first}']")
+        assert other.locator("#page-newest").count() == 0
+    finally:
+        other.context.close()
+    assert not page.js_errors
+
+
 def test_keyboard_opens_and_closes_the_node_panel(page: Any, server: Server,
                                                  finished: dict[str, Any]) -> None:
     page.goto(f"{server.url}/ui/tasks/{finished['id']}")

@@ -15,6 +15,45 @@ function query(params) {
   return q;
 }
 
+// The list's URL for a page (`cursor` null: the first page), with the same filters.
+function pageHref(q, cursor) {
+  const n = new URLSearchParams(q);
+  if (cursor) n.set("cursor", cursor);
+  else n.delete("cursor");
+  return `/ui${n.size ? "?" + n : ""}`;
+}
+
+// The API's cursors go one way (older); the page before one is remembered for the tab's
+// session as it is seen, so "Newer" steps back through pages this tab went through. A page
+// opened by its link alone has "Newest" only.
+const NEWER = "adapt.newerPages";
+
+function filtersKey(q) {
+  const n = new URLSearchParams(q);
+  n.delete("cursor");
+  return n.toString();
+}
+
+function rememberNewer(q, nextCursor, cursor) {
+  let map = {};
+  try { map = JSON.parse(sessionStorage.getItem(NEWER) || "{}"); } catch { map = {}; }
+  const key = `${filtersKey(q)}|${nextCursor}`;
+  if (map[key] === (cursor || "")) return;
+  map[key] = cursor || "";
+  const keys = Object.keys(map);
+  for (const k of keys.slice(0, Math.max(0, keys.length - 200))) delete map[k]; // bounded
+  sessionStorage.setItem(NEWER, JSON.stringify(map));
+}
+
+function newerOf(q, cursor) {
+  try {
+    const map = JSON.parse(sessionStorage.getItem(NEWER) || "{}");
+    return map[`${filtersKey(q)}|${cursor}`] ?? null;
+  } catch {
+    return null;
+  }
+}
+
 export async function tasksPage(main, params, signal) {
   const q = query(params);
   const apiPath = () => {
@@ -62,9 +101,13 @@ export async function tasksPage(main, params, signal) {
     }
     if (signal.aborted) return;
     table.replaceChildren(render(page.items));
+    const cursor = q.get("cursor");
+    if (page.next_cursor) rememberNewer(q, page.next_cursor, cursor);
+    const newer = cursor ? newerOf(q, cursor) : null;
     put(pager,
-      q.get("cursor") ? el("button", { type: "button", text: "← Newest", onclick: () => history.back() }) : null,
-      page.next_cursor ? link(`/ui?${(() => { const n = new URLSearchParams(q); n.set("cursor", page.next_cursor); return n; })()}`, "Older →", { class: "button" }) : null);
+      cursor ? link(pageHref(q, null), "⇤ Newest", { class: "button", id: "page-newest" }) : null,
+      newer !== null && newer !== "" ? link(pageHref(q, newer), "← Newer", { class: "button", id: "page-newer" }) : null,
+      page.next_cursor ? link(pageHref(q, page.next_cursor), "Older →", { class: "button", id: "page-older" }) : null);
     main.dataset.loaded = "true";
     timer = setTimeout(load, POLL_MS);
   };
