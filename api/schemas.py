@@ -371,6 +371,12 @@ class EnvironmentList(BaseModel):
     items: list[EnvironmentPublic]
     strategies: list[str] = Field(description="Strategies a task may use.",
                                   examples=[["adapt", "react"]])
+    executors: list[str] = Field(
+        default_factory=list, description="Executor kinds a task may use (`executor.kind`): "
+        "the built-ins, then plug-ins.", examples=[["react", "stateact", "stateflow", "spec"]])
+    profiles: list[str] = Field(default_factory=list,
+                                description="Profiles a task may use (`profile`).",
+                                examples=[["default", "paper"]])
 
 
 class Health(BaseModel):

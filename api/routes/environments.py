@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
+from adapt.engine.executors.registry import available_executors
+from adapt.engine.profiles import PROFILES
 from adapt.engine.strategies import available_strategies
 from adapt.envs import registry
 from api.deps import TenantDep
@@ -18,11 +20,14 @@ router = APIRouter(prefix="/environments", tags=["environments"])
     response_model=EnvironmentList,
     summary="Registered environments",
     description="Every registered environment (built-in and plug-in) with its description and "
-    "the JSON schema of its `environment_config`, plus the available strategies.",
+    "the JSON schema of its `environment_config`, plus the strategies, executor kinds and "
+    "profiles a task may use (built-in and plug-in).",
     responses={401: PROBLEMS[401]},
 )
 async def list_environments(_tenant: TenantDep) -> EnvironmentList:
     return EnvironmentList(
         items=[EnvironmentPublic.model_validate(info.model_dump()) for info in registry.describe()],
         strategies=available_strategies(),
+        executors=available_executors(),
+        profiles=list(PROFILES),
     )

@@ -43,10 +43,29 @@ def sim() -> Iterator[SimServer]:
     stop_sim_server(server)
 
 
+#: the executor kind a plug-in package adds (an entry point in ``adapt.executors``)
+PLUGIN_EXECUTOR = "plugged"
+
+
+def plugin_package(root: Path) -> Path:
+    """An installed plug-in package, as pip leaves one: a ``.dist-info`` with an entry point
+    that adds an executor kind (the ReAct executor under another name). Put ``root`` on the
+    server's ``PYTHONPATH`` to install it there."""
+    info = root / "adapt_ui_plugin-0.1.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: adapt-ui-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        f"[adapt.executors]\n{PLUGIN_EXECUTOR} = adapt.engine.executors.react:ReActExecutor\n")
+    return root
+
+
 def start_server(tmp_path_factory: pytest.TempPathFactory, sim: SimServer) -> Server:
-    """``adapt serve`` that may call the simulated model's endpoint (the operator's list)."""
+    """``adapt serve`` that may call the simulated model's endpoint (the operator's list), with
+    a plug-in executor installed."""
     s = Server(Path(tmp_path_factory.mktemp("serve")))
-    s.start(ADAPT_LLM_ENDPOINTS=json.dumps([sim.base_url]))
+    plugins = plugin_package(Path(tmp_path_factory.mktemp("plugins")))
+    path = os.pathsep.join(p for p in (str(plugins), os.environ.get("PYTHONPATH", "")) if p)
+    s.start(ADAPT_LLM_ENDPOINTS=json.dumps([sim.base_url]), PYTHONPATH=path)
     return s
 
 

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from tests.ui.conftest import PLUGIN_EXECUTOR
 from tests.ui.harness import Server, insert_big_task, wait_for
 
 pytestmark = pytest.mark.slow
@@ -151,12 +152,33 @@ def test_keyboard_opens_and_closes_the_node_panel(page: Any, server: Server,
     assert page.locator("#node-panel").is_hidden()
     assert page.evaluate("document.activeElement.classList.contains('tree')")
 
-    # readable contrast everywhere the tree page shows text, the panel open
-    page.goto(f"{server.url}/ui/tasks/{finished['id']}?node=1")
-    page.wait_for_selector("#node-panel[data-node-id='1']")
-    assert page.evaluate(CONTRAST_JS, "header *, main *") == []
+    # readable contrast everywhere the pages show text: the tree page with the panel open,
+    # the panels of a decomposed node and of a leaf with every section expanded, the tasks
+    # list, the new-task form (its problem details shown)
+    tree = server.get(f"/tasks/{finished['id']}/tree")["tree"]
+    leaf = tree
+    while leaf["children"]:
+        leaf = leaf["children"][-1]
+    for node in (1, leaf["id"]):
+        page.goto(f"{server.url}/ui/tasks/{finished['id']}?node={node}")
+        page.wait_for_selector(f"#node-panel[data-node-id='{node}'] .call")
+        assert page.evaluate(CONTRAST_JS, "header *, main *") == [], node
+        opened = page.evaluate("""() => {
+          const all = document.querySelectorAll('#node-panel details');
+          all.forEach((d) => { d.open = true; });
+          return all.length; }""")
+        assert opened >= 1 and page.locator("#node-panel pre.prompt").first.is_visible()
+        assert page.evaluate(CONTRAST_JS, "#node-panel *") == [], node
+    assert page.locator("#node-panel .step").count() >= 1  # the leaf's trajectory was checked
     page.goto(f"{server.url}/ui")
     page.wait_for_selector("table.tasks")
+    assert page.evaluate(CONTRAST_JS, "header *, main *") == []
+    page.goto(f"{server.url}/ui/new")
+    page.wait_for_selector("#env-seed")
+    assert page.evaluate(CONTRAST_JS, "header *, main *") == []
+    page.fill("#d_max", "9")
+    page.click("#submit-task")
+    page.wait_for_selector(".form-problem .problem")
     assert page.evaluate(CONTRAST_JS, "header *, main *") == []
 
 
@@ -184,6 +206,14 @@ def test_a_narrow_window(browser: Any, server: Server, finished: dict[str, Any])
 def test_new_task_form_shows_problems_inline_then_submits(page: Any, server: Server) -> None:
     page.goto(f"{server.url}/ui/new")
     page.wait_for_selector("#env-seed")  # generated from the environment's JSON schema
+    # the executor kinds and profiles are the server's, a plug-in's executor among them
+    info = server.get("/environments")
+    kinds = page.eval_on_selector_all("#executor-kind option", "os => os.map(o => o.value)")
+    assert kinds == info["executors"] and PLUGIN_EXECUTOR in kinds
+    assert page.input_value("#executor-kind") == "react"
+    profiles = page.eval_on_selector_all("#profile option", "os => os.map(o => o.value)")
+    assert profiles == info["profiles"] == ["default", "paper"]
+    page.select_option("#executor-kind", PLUGIN_EXECUTOR)
     page.fill("#d_max", "9")
     page.click("#submit-task")
     problem = page.wait_for_selector(".form-problem .problem")
@@ -197,6 +227,7 @@ def test_new_task_form_shows_problems_inline_then_submits(page: Any, server: Ser
     task_id = page.url.rsplit("/", 1)[1]
     task = server.get(f"/tasks/{task_id}")
     assert task["d_max"] == 2 and task["environment_config"] == {"seed": 5}
+    assert task["run_config"]["executor"]["kind"] == PLUGIN_EXECUTOR
     page.wait_for_selector(".tree-row")
 
 

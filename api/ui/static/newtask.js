@@ -1,12 +1,12 @@
 // New task, /ui/new: the environment's config form is generated from the JSON schema that
-// GET /environments returns; POST /tasks; problem details (4xx) are shown inline, and the
-// fields they name are marked.
+// GET /environments returns, and so are the strategies, executor kinds and profiles offered
+// (plug-ins included); POST /tasks; problem details (4xx) are shown inline, and the fields they
+// name are marked.
 
 import { api, curl } from "./api.js";
 import { el, go } from "./util.js";
 import { copyButton, problemBox } from "./widgets.js";
 
-const EXECUTOR_KINDS = ["react", "stateact", "stateflow", "spec"];
 const BUDGET = [
   ["max_llm_calls", "max LLM calls", "integer"],
   ["max_tokens", "max tokens", "integer"],
@@ -96,8 +96,8 @@ export async function newTaskPage(main, params, signal) {
 
   const strategy = el("select", { id: "strategy", name: "strategy" },
     info.strategies.map((s) => el("option", { value: s, text: s, selected: s === "adapt" })));
-  const profile = el("select", { id: "profile" }, ["default", "paper"].map((k) => el("option", { value: k, text: k })));
-  const executorKind = el("select", { id: "executor-kind" }, EXECUTOR_KINDS.map((k) => el("option", { value: k, text: k })));
+  const profile = el("select", { id: "profile" }, info.profiles.map((k) => el("option", { value: k, text: k, selected: k === "default" })));
+  const executorKind = el("select", { id: "executor-kind" }, info.executors.map((k) => el("option", { value: k, text: k, selected: k === "react" })));
   const dMax = el("input", { id: "d_max", type: "number", min: 1, max: 8, value: 3 });
   const goal = el("input", { id: "goal", type: "text", placeholder: "(the environment's goal)" });
   const execModel = el("input", { id: "executor-model", type: "text", placeholder: "server default", spellcheck: "false" });
