@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 from typing import Any
 
 from sqlalchemy import event
@@ -38,6 +37,7 @@ from adapt.bench.perfkit import (
     table,
 )
 from adapt.engine.events import MemorySink, NullSink
+from adapt.logsetup import setup_logging
 from adapt.store.db import create_engine, session_factory
 from adapt.store.sink import DbSink
 
@@ -146,7 +146,7 @@ def run_http(calls: int = 2000) -> dict[str, float]:
     import tempfile
     from pathlib import Path
 
-    from adapt.bench.throughput import sim_server
+    from adapt.bench.processes import sim_server
 
     with tempfile.TemporaryDirectory(prefix="adapt-bench-") as tmp, \
             sim_server(0.0, Path(tmp)) as base_url:
@@ -197,7 +197,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
                         help="measure the model client's HTTP path instead")
     parser.add_argument("--calls", type=int, default=2000, help="calls for --http")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(False)
     if args.http:
         http = run_http(args.calls)
         print(table([*((f"client CPU per chat call, 200 in flight: {name}", f"{ms:.2f} ms")

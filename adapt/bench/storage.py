@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import logging
 from typing import Any
 
 from sqlalchemy import create_engine as create_sync_engine
@@ -30,6 +29,7 @@ from adapt.bench.perfkit import (
     sim_model,
     table,
 )
+from adapt.logsetup import setup_logging
 from adapt.store.db import create_engine, session_factory
 from adapt.store.migrate import _sync_url
 from adapt.store.sink import DbSink
@@ -138,7 +138,7 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--tasks", type=int, default=200)
     parser.add_argument("--database", choices=["postgres", "sqlite"], default="postgres")
     args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    setup_logging(False)
     result = run(args.tasks, args.database)
     print(report(result))  # the benchmark's output
     return result

@@ -1,16 +1,18 @@
-"""Reading a big task over HTTP: the tree, a node's detail and the whole event log.
+"""Reading a big task over HTTP, the measurement: the tree, a node's detail and the whole event
+log. The command, which starts the API it measures, lives next to the API (this package does
+not import it):
 
-    python -m adapt.bench.tree_read [--nodes 5000] [--database postgres|sqlite] [--repeat 30]
+    python -m api.bench_tree_read [--nodes 5000] [--database postgres|sqlite] [--repeat 30]
 
-Grows one task of at least ``nodes`` nodes from short simulated TextCraft runs written through
-the real ``DbSink`` (``perfkit.Concat``: every node, step, LLM call and event as a worker
-writes them), starts the API with uvicorn in a subprocess (its default loop and HTTP parser:
-uvloop / httptools when installed) and times, over real HTTP:
+:func:`grow` writes one task of at least ``nodes`` nodes from short simulated TextCraft runs
+through the real ``DbSink`` (``perfkit.Concat``: every node, step, LLM call and event as a
+worker writes them); :func:`measure` times, over real HTTP against a server that counts its SQL
+statements (``/_bench/statements``) and can forget its rendered trees (``/_bench/forget``):
 
 - ``GET /tasks/{id}/tree``, p50 and p90 of ``repeat`` requests that each render the tree
   from the database (the server's cache of rendered bodies is emptied before each), the p50
   when the finished task's body is served from that cache, and the SQL statements one request
-  issues (counted by the server);
+  issues;
 - ``GET /tasks/{id}/nodes/{node_id}`` of a node with LLM calls;
 - the event log replayed as JSON pages (``?since=``, 1,000 per page) and as Server-Sent Events:
   bytes and seconds.
@@ -20,14 +22,8 @@ The figure: the rendered tree's p50 <= 50 ms. (Before the cache existed, every G
 
 from __future__ import annotations
 
-import argparse
-import asyncio
-import logging
 import statistics
-import sys
-import tempfile
 import time
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -40,48 +36,13 @@ from adapt.bench.perfkit import (
     leased_task,
     load_avg,
     run_textcraft,
-    scratch_database,
     sim_model,
     table,
 )
-from adapt.bench.throughput import _env, _free_port, _process
 from adapt.store.db import create_engine, session_factory
 from adapt.store.sink import DbSink
 
 GOAL_MS = 50.0
-
-_API_SCRIPT = """
-import sys, logging, uvicorn
-from sqlalchemy import event
-from adapt.settings import Settings
-from api.main import create_app
-import adapt.store.db as db
-
-counted = {"n": 0}
-_create = db.create_engine
-def create_engine(url, **kw):
-    engine = _create(url, **kw)
-    def count(*_):
-        counted["n"] += 1
-    event.listen(engine.sync_engine, "before_cursor_execute", count)
-    return engine
-import api.main
-api.main.create_engine = create_engine
-settings = Settings.model_validate({"ADAPT_DATABASE_URL": sys.argv[2],
-                                    "broker_url": "redis://127.0.0.1:1/0"})
-app = create_app(settings)
-@app.get("/_bench/statements", include_in_schema=False)
-async def statements() -> dict:
-    return {"n": counted["n"]}
-@app.get("/_bench/forget", include_in_schema=False)
-async def forget() -> dict:
-    cache = getattr(app.state, "rendered_trees", None)
-    if cache is not None:
-        app.state.rendered_trees = type(cache)()
-    return {}
-uvicorn.run(app, host="127.0.0.1", port=int(sys.argv[1]), log_level="warning",
-            access_log=False)
-"""
 
 
 async def grow(url: str, nodes: int) -> tuple[str, int, int]:
@@ -175,28 +136,6 @@ def measure(base: str, task_id: str, repeat: int) -> dict[str, Any]:
             "json_bytes": json_bytes, "json_s": json_s, "sse_bytes": sse_bytes, "sse_s": sse_s}
 
 
-def run(nodes: int = 5000, database: str = "postgres", repeat: int = 30) -> dict[str, Any]:
-    with scratch_database(database) as url:
-        with Clock() as c:
-            task_id, _, calls = asyncio.run(grow(url, nodes))
-        port = _free_port()
-        with tempfile.TemporaryDirectory(prefix="adapt-bench-") as tmp:
-            args = [sys.executable, "-c", _API_SCRIPT, str(port), url]
-            with _process(args, _env(), Path(tmp) / "api.log") as proc:
-                base = f"http://127.0.0.1:{port}"
-                deadline = time.monotonic() + 30
-                while True:
-                    try:
-                        httpx.get(f"{base}/healthz", timeout=1)
-                        break
-                    except httpx.HTTPError:
-                        if proc.poll() is not None or time.monotonic() > deadline:
-                            raise RuntimeError((Path(tmp) / "api.log").read_text()) from None
-                        time.sleep(0.1)
-                result = measure(base, task_id, repeat)
-    return {"database": database, "calls": calls, "grow_s": c.wall, **result}
-
-
 def report(r: dict[str, Any]) -> str:
     rows = [
         ("database, nodes, LLM calls, events",
@@ -214,19 +153,3 @@ def report(r: dict[str, Any]) -> str:
     figure = Figure(f"GET /tasks/{{id}}/tree p50, {r['nodes']} nodes ({r['database']})",
                     r["tree_p50_ms"], GOAL_MS, "ms")
     return "\n".join([table(rows), figure.line()])
-
-
-def main(argv: list[str] | None = None) -> dict[str, Any]:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else None)
-    parser.add_argument("--nodes", type=int, default=5000)
-    parser.add_argument("--database", choices=["postgres", "sqlite"], default="postgres")
-    parser.add_argument("--repeat", type=int, default=30)
-    args = parser.parse_args(argv)
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    result = run(args.nodes, args.database, args.repeat)
-    print(report(result))  # the benchmark's output
-    return result
-
-
-if __name__ == "__main__":
-    main()

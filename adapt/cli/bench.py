@@ -410,7 +410,7 @@ def bench_monitor(
     from rich.table import Table
 
     from adapt.bench.grid import parse_d_max, parse_strategies
-    from adapt.bench.monitor import (
+    from adapt.bench.monitor_savings import (
         noisy_spec,
         parse_rates,
         run_monitor_bench,

@@ -1,9 +1,8 @@
-"""What every command module shares: error output, the one logging set-up, a database session."""
+"""What every command module shares: error output, the one logging set-up (from
+:mod:`adapt.logsetup`, which the benchmarks share), a database session."""
 
 from __future__ import annotations
 
-import logging
-import sys
 from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, NoReturn, TypeVar
 
@@ -12,14 +11,16 @@ from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
+from adapt.logsetup import setup_logging
+
+__all__ = ["err", "fail", "safe_url", "setup_logging", "validation_message", "with_session"]
+
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession
 
 T = TypeVar("T")
 
 err = Console(stderr=True)
-
-LOG_FORMAT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 
 
 def fail(message: str, code: int = 2) -> NoReturn:
@@ -32,13 +33,6 @@ def validation_message(exc: ValidationError) -> str:
     from adapt.envs.registry import format_validation_errors
 
     return "invalid option: " + format_validation_errors(exc)
-
-
-def setup_logging(verbose: bool, *, quiet: int = logging.WARNING) -> None:
-    """Log to stderr: everything with ``verbose``, else from ``quiet`` up (a server passes
-    ``logging.INFO`` to show its start-up and requests). The only place handlers are set."""
-    logging.basicConfig(level=logging.DEBUG if verbose else quiet, format=LOG_FORMAT,
-                        stream=sys.stderr)
 
 
 def safe_url(url: str) -> str:

@@ -15,7 +15,7 @@ followed by ``"> "``, where the model writes its next line.
 from __future__ import annotations
 
 import functools
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any, ClassVar, Protocol, runtime_checkable
@@ -32,6 +32,23 @@ def package_text(package: str, *parts: str) -> str | None:
     templates are rendered on every LLM call."""
     path = resources.files(package).joinpath(*parts)
     return path.read_text(encoding="utf-8") if path.is_file() else None
+
+
+def prompt_set_text(package: str, prompt_set: str, kind: str,
+                    provides: Mapping[str, Collection[str]]) -> str | None:
+    """``prompts/<prompt_set>/<kind>.txt`` of ``package`` when the set provides that kind
+    (``provides``: set name -> its kinds); ``None`` for a kind it does not provide, which keeps
+    the default template. A provided kind whose file is missing raises ``FileNotFoundError``:
+    the installation lacks its package data, and the default prompt in its place would silently
+    run another experiment."""
+    if kind not in provides.get(prompt_set, ()):
+        return None
+    text = package_text(package, "prompts", prompt_set, f"{kind}.txt")
+    if text is None:
+        raise FileNotFoundError(
+            f"prompt set {prompt_set!r} lacks prompts/{prompt_set}/{kind}.txt in package "
+            f"{package}: the installation is missing its package data (reinstall adapt)")
+    return text
 
 
 @dataclass(frozen=True, slots=True)

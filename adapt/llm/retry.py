@@ -23,7 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 from adapt.errors import ProviderError, ProviderUnavailable
-from adapt.llm.base import ChatModel, ChatRequest, ChatResponse
+from adapt.llm.base import ChatModel, ChatRequest, ChatResponse, WrapperModel
 
 log = logging.getLogger(__name__)
 
@@ -57,28 +57,24 @@ def backoff(retry: int, retry_after: float | None, *, rng: random.Random | None 
     return r.uniform(0, min(cap, base * 2 ** (retry - 1)))
 
 
-class RetryingModel:
-    """Retries ``inner``'s transient errors (see the module docs)."""
+class RetryingModel(WrapperModel):
+    """Retries ``wrapped``'s transient errors (see the module docs). Its other capabilities
+    (``score``) are forwarded unchanged, by :class:`~adapt.llm.base.WrapperModel`."""
 
     def __init__(self, inner: ChatModel, budget: RetryBudget, *, max_retries: int = 3,
                  max_wait: float = 60.0,
                  sleep: Callable[[float], Awaitable[None]] = asyncio.sleep) -> None:
-        self.inner = inner
+        super().__init__(inner)
         self.budget = budget
         self.max_retries = max_retries
         self.max_wait = max_wait
-        self.name = inner.name
-        self.simulated = inner.simulated
         self._sleep = sleep
-
-    def __getattr__(self, name: str) -> object:  # optional capabilities (e.g. ``score``)
-        return getattr(self.inner, name)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
         retries = 0
         while True:
             try:
-                response = await self.inner.complete(request)
+                response = await self.wrapped.complete(request)
             except ProviderError as exc:
                 if not exc.retryable:
                     raise

@@ -15,6 +15,7 @@ import logging
 import os
 import socket
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -25,7 +26,7 @@ from adapt.engine.events import FanoutSink, TreeSink
 from adapt.envs import registry
 from adapt.errors import Draining, LeaseLost, ProviderUnavailable, TaskGone, UserError
 from adapt.llm import ClientPool, Pricing
-from adapt.llm.base import ChatModel, ChatRequest, ChatResponse, Usage
+from adapt.llm.base import ChatModel, ChatRequest, ChatResponse, Usage, WrapperModel
 from adapt.llm.recording import (
     RecordedCall,
     Recording,
@@ -148,11 +149,18 @@ def _telemetry(settings: Settings) -> Pipeline | None:
         return None
     try:
         from adapt.telemetry.otlp import pipeline
-    except ImportError:
+    except ModuleNotFoundError as exc:
+        if not is_missing_otel(exc):
+            raise  # a real import error, not the extra missing
         log.warning("OTEL_EXPORTER_OTLP_ENDPOINT is set but the 'otel' extra is not installed "
                     "(pip install 'adapt[otel]'): no traces are exported")
         return None
     return pipeline(settings.otel_max_queue_size)
+
+
+def is_missing_otel(exc: ModuleNotFoundError) -> bool:
+    """Whether ``exc`` says OpenTelemetry (the ``otel`` extra) is not installed."""
+    return (exc.name or "").split(".")[0] == "opentelemetry"
 
 
 async def record_dropped_spans(ctx: ServiceContext) -> None:
@@ -163,22 +171,32 @@ async def record_dropped_spans(ctx: ServiceContext) -> None:
             await trace_store.add_to_counter(ctx.sessions, trace_store.SPANS_DROPPED, dropped)
 
 
-class _LiveGate:
-    """Refuses to start a live call while the process drains; counts the calls in flight."""
+class _LiveGate(WrapperModel):
+    """Refuses to start a live call (a completion or a scoring call) while the process drains;
+    counts the calls in flight."""
 
     def __init__(self, ctx: ServiceContext, inner: ChatModel) -> None:
-        self.ctx, self.inner = ctx, inner
-        self.name, self.simulated = inner.name, inner.simulated
-
-    def __getattr__(self, name: str) -> object:  # optional capabilities (e.g. ``score``)
-        return getattr(self.inner, name)
+        super().__init__(inner)
+        self.ctx = ctx
 
     async def complete(self, request: ChatRequest) -> ChatResponse:
+        with self._live_call():
+            return await self.wrapped.complete(request)
+
+    async def wrap_score(self, prompt: str, continuation: str) -> list[float] | None:
+        """``score``, offered when the wrapped model scores (``WrapperModel``)."""
+        with self._live_call():
+            logprobs: list[float] | None = await self.wrapped.score(  # type: ignore[attr-defined]
+                prompt, continuation)
+            return logprobs
+
+    @contextlib.contextmanager
+    def _live_call(self) -> Iterator[None]:
         if self.ctx.draining:
             raise Draining("the worker is shutting down")
         self.ctx.live_calls += 1
         try:
-            return await self.inner.complete(request)
+            yield
         finally:
             self.ctx.live_calls -= 1
 

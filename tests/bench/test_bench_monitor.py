@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from adapt.bench.monitor import noisy_spec, parse_rates
+from adapt.bench.monitor_savings import noisy_spec, parse_rates
 from adapt.cli import app
 from adapt.errors import UserError
 

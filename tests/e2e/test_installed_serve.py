@@ -64,11 +64,25 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
+PACKAGES = ("adapt", "api", "workers", "migrations")
+
+
+def tracked_data_files() -> set[str]:
+    """Every git-tracked file under the packages that is not Python: what the code reads at run
+    time (prompts, recipes, machines, built-ins, the UI, the migration template)."""
+    listed = subprocess.run(["git", "ls-files", "-z", "--", *PACKAGES], cwd=ROOT, check=True,
+                            capture_output=True, text=True).stdout.split("\0")
+    return {name for name in listed if name and not name.endswith(".py")}
+
+
 def check_installed_serve(tmp_path: Path, *, shared_deps: bool) -> None:
     wheel = build_wheel(tmp_path)
     names = set(zipfile.ZipFile(wheel).namelist())
     assert {"migrations/env.py", "migrations/script.py.mako",
             "migrations/versions/0001_initial_schema.py"} <= names
+    data = tracked_data_files()
+    assert "adapt/envs/textcraft/prompts/paper/planner.txt" in data  # the listing works
+    assert not data - names, f"package data missing from the wheel: {sorted(data - names)}"
     python = fresh_venv(tmp_path / "venv", wheel, shared_deps=shared_deps)
     work = tmp_path / "elsewhere"  # not the checkout: nothing may come from the source tree
     work.mkdir()

@@ -13,16 +13,18 @@ that says how to install it; the environment registry then leaves ``alfworld`` o
 warning.
 """
 
+from adapt.envs.alfworld.assets import TASK_TYPES
+from adapt.envs.alfworld.config import ALFWorldConfig
+from adapt.envs.alfworld.env import ALFWorld
 from adapt.envs.alfworld.extra import INSTALL_HINT, MissingExtra, require
+from adapt.envs.alfworld.game import Game
+from adapt.envs.alfworld.games import GameRef, generated_set, load_game_file
+from adapt.envs.alfworld.generator import generate
 
-require()  # without the extra: MissingExtra, and the registry leaves alfworld out (a warning)
-
-from adapt.envs.alfworld.assets import TASK_TYPES  # noqa: E402
-from adapt.envs.alfworld.config import ALFWorldConfig  # noqa: E402
-from adapt.envs.alfworld.env import ALFWorld  # noqa: E402
-from adapt.envs.alfworld.game import Game  # noqa: E402
-from adapt.envs.alfworld.games import GameRef, generated_set, load_game_file  # noqa: E402
-from adapt.envs.alfworld.generator import generate  # noqa: E402
+# The modules above import the extra only when they use it (the engine, on the first game), so
+# they load without it; this makes importing the package without the extra a MissingExtra, and
+# the registry then leaves alfworld out (a warning). tests/envs/test_alfworld_extra.py checks it.
+require()
 
 __all__ = [
     "INSTALL_HINT",

@@ -20,6 +20,9 @@ test plays the same games both ways and compares every observation and command l
 
 Fast Downward's translator swaps ``sys.stdout`` and overwrites ``sys.argv`` while it runs; every
 translation here runs under one process-wide lock and ``sys.argv`` is restored afterwards.
+
+Without the extra, importing this module raises :class:`~adapt.envs.alfworld.extra.MissingExtra`:
+its package's ``__init__`` runs first and checks for the extra.
 """
 
 from __future__ import annotations
@@ -35,15 +38,11 @@ from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from adapt.envs.alfworld.extra import require
-
-require()  # a clear MissingExtra instead of a bare ImportError below
-
-import fast_downward  # noqa: E402
-import textworld  # noqa: E402
-import textworld.envs.pddl.logic as pddl_logic  # noqa: E402
-from alfworld.agents.utils.misc import Demangler  # noqa: E402
-from textworld.envs import PddlEnv  # noqa: E402
+import fast_downward
+import textworld
+import textworld.envs.pddl.logic as pddl_logic
+from alfworld.agents.utils.misc import Demangler
+from textworld.envs import PddlEnv
 
 logger = logging.getLogger(__name__)
 

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import logging
 import re
-from importlib import resources
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
@@ -33,7 +32,7 @@ from adapt.envs.alfworld.commands import DEFAULT_CUTOFF, near_miss, normalise
 from adapt.envs.alfworld.config import ALFWorldConfig
 from adapt.envs.alfworld.game import Game, task_sentence
 from adapt.envs.alfworld.games import resolve
-from adapt.envs.base import BaseEnvironment, StepResult
+from adapt.envs.base import BaseEnvironment, StepResult, prompt_set_text
 from adapt.envs.verification import UNKNOWN, Verification, same_goal
 from adapt.errors import InvalidConfig, UserError
 
@@ -78,6 +77,9 @@ class ALFWorld(BaseEnvironment):
         "examine <object or receptacle> / look / inventory"
     )
     prompt_package: ClassVar[str | None] = "adapt.envs.alfworld"
+    #: the kinds each prompt set (config ``prompts``) has under ``prompts/<set>/``
+    prompt_sets: ClassVar[dict[str, frozenset[str]]] = {
+        "paper": frozenset({"executor", "planner"})}
     state_fields: ClassVar[tuple[str, ...]] = ("current location", "current inventory")
     #: reward 1 means the goal holds (trials count it, not the executor's claim)
     success_reward: ClassVar[float | None] = 1.0
@@ -169,12 +171,13 @@ class ALFWorld(BaseEnvironment):
 
     def prompt_template(self, kind: str) -> str:
         """``prompts/<kind>.txt``; with ``prompts="paper"`` in the config, ``prompts/paper/
-        <kind>.txt`` where there is one."""
-        if self._config is not None and self._config.prompts != "default":
-            path = resources.files("adapt.envs.alfworld").joinpath(
-                "prompts", self._config.prompts, f"{kind}.txt")
-            if path.is_file():
-                return path.read_text(encoding="utf-8")
+        <kind>.txt`` for the kinds the set has (``prompt_sets``; the other kinds keep the
+        default). A file of the set that is missing raises ``FileNotFoundError``."""
+        if self._config is not None:
+            text = prompt_set_text("adapt.envs.alfworld", self._config.prompts, kind,
+                                   self.prompt_sets)
+            if text is not None:
+                return text
         return super().prompt_template(kind)
 
     def rolls_back(self) -> bool:

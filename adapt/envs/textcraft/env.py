@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from adapt.envs.base import BaseEnvironment, StepResult, package_text
+from adapt.envs.base import BaseEnvironment, StepResult, prompt_set_text
 from adapt.envs.textcraft.book import RecipeBook, load_book
 from adapt.envs.textcraft.config import TextCraftConfig
 from adapt.envs.textcraft.game import Game, explicit_game, game_for_goal, game_for_seed
@@ -68,6 +68,12 @@ class TextCraft(BaseEnvironment):
         "inventory  (list what you carry)"
     )
     prompt_package: ClassVar[str | None] = "adapt.envs.textcraft"
+    #: the kinds each prompt set (config ``prompts``) has under ``prompts/<set>/``; the other
+    #: kinds keep the default template
+    prompt_sets: ClassVar[dict[str, frozenset[str]]] = {
+        "small": frozenset({"executor", "planner", "plan_and_execute"}),
+        "paper": frozenset({"executor", "planner"}),
+    }
     #: what the StateAct executor tracks each step (``current inventory: [oak planks] (4)``)
     state_fields: ClassVar[tuple[str, ...]] = ("current inventory",)
     #: reward 1 means the goal holds (trials count it, not the executor's claim)
@@ -198,13 +204,11 @@ class TextCraft(BaseEnvironment):
     # -- protocol ------------------------------------------------------------------------------
     def prompt_template(self, kind: str) -> str:
         """``prompts/<kind>.txt``; with ``prompts="small"`` or ``"paper"`` in the config,
-        ``prompts/<set>/<kind>.txt`` where there is one (the other kinds keep the default)."""
-        if self._prompts != "default":
-            text = package_text(self.prompt_package or "adapt.envs.textcraft", "prompts",
-                                self._prompts, f"{kind}.txt")
-            if text is not None:
-                return text
-        return super().prompt_template(kind)
+        ``prompts/<set>/<kind>.txt`` for the kinds the set has (``prompt_sets``; the other kinds
+        keep the default). A file of the set that is missing raises ``FileNotFoundError``."""
+        text = prompt_set_text(self.prompt_package or "adapt.envs.textcraft", self._prompts, kind,
+                               self.prompt_sets)
+        return super().prompt_template(kind) if text is None else text
 
     @property
     def goal(self) -> str:
