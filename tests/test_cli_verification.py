@@ -92,6 +92,9 @@ def test_run_cascade_uses_each_model_in_its_mode(mode: str) -> None:
 def test_run_cascade_needs_two_models() -> None:
     out = CliRunner().invoke(app, ["run", "--cascade", WEAK])
     assert out.exit_code == 2 and "--cascade: give two or more" in out.output
+    out = CliRunner().invoke(app, ["run", "--cascade", f"{WEAK},{STRONG}",
+                                   "--executor-model", STRONG])
+    assert out.exit_code == 2 and "--cascade or --executor-model, not both" in out.output
 
 
 @pytest.mark.parametrize("command", [["alfworld"], ["sql", "/nonexistent"],

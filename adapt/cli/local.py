@@ -49,18 +49,26 @@ def _goal_into_config(env: str, env_config: dict[str, Any], goal: str | None) ->
     return {**env_config, "goal": goal} if "goal" in fields else env_config
 
 
-def _cascade(settings: Settings, value: str, models: Models) -> list[ChatModel]:
-    """``--cascade A,B``: the executor models in order (the first is ``models.executor``; a
-    spec that is also the planner's is loaded once)."""
+def _cascade_models(settings: Settings, specs: list[str], model: str | None,
+                    planner_model: str | None) -> tuple[Models, list[ChatModel]]:
+    """``--cascade A,B``: the models (executor A; planner ``--planner-model``, else
+    ``--model``, else A) and the executor models in order, each spec loaded once."""
     from adapt.model_factory import ModelFactory
+    from adapt.standalone import Models
 
-    specs = [s.strip() for s in value.split(",")]
     if len(specs) < 2 or not all(specs) or len(set(specs)) != len(specs):
         raise InvalidConfig(f"--cascade: give two or more different model specs separated by "
-                            f"commas, weakest first (got {value!r})")
+                            f"commas, weakest first (got {','.join(specs)!r})")
     factory = ModelFactory(settings, operator=True)  # the same rules as --model
-    return [models.executor, *(models.planner if models.planner.name == spec
-                               else factory.build(spec) for spec in specs[1:])]
+    built: dict[str, ChatModel] = {}
+
+    def build(spec: str) -> ChatModel:
+        if spec not in built:
+            built[spec] = factory.build(spec)
+        return built[spec]
+
+    chain = [build(spec) for spec in specs]
+    return Models(chain[0], build(planner_model or model or specs[0]), None), chain
 
 
 async def _run_local(env: str, env_config: dict[str, Any], run_config: RunConfig,
@@ -132,21 +140,24 @@ def run(
     try:
         settings = get_settings()
         env_config = parse_config_json(config)
-        first = None if cascade is None else cascade.split(",")[0].strip()
+        chain = None if cascade is None else [s.strip() for s in cascade.split(",")]
+        if chain is not None and executor_model:
+            raise InvalidConfig("give --cascade or --executor-model, not both (the cascade's "
+                                "first model is the executor)")
         options = run_options(verification=verification, grammar=grammar, act_only=act_only,
-                              cascade_mode=cascade_mode,
-                              cascade=None if cascade is None else [
-                                  s.strip() for s in cascade.split(",")])
+                              cascade_mode=cascade_mode, cascade=chain)
         run_config = RunConfig.model_validate({
             "strategy": strategy, "d_max": d_max, "profile": profile, **options,
             "executor": {"kind": executor, **options.get("executor", {}),
                          **({"max_steps": max_steps} if max_steps is not None else {}),
                          **({"spec": _read_spec(spec)} if spec else {})},
             "monitor": {} if monitor is None else {"enabled": monitor}})
-        models = load_models(settings, model=first or model, executor_model=first or
-                             executor_model, planner_model=planner_model or
-                             (model if first else None))
-        executors = None if cascade is None else _cascade(settings, cascade, models)
+        executors: list[ChatModel] | None = None
+        if chain is None:
+            models = load_models(settings, model=model, executor_model=executor_model,
+                                 planner_model=planner_model)
+        else:
+            models, executors = _cascade_models(settings, chain, model, planner_model)
     except ValidationError as exc:
         fail(validation_message(exc))
     except UserError as exc:
