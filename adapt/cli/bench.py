@@ -2,7 +2,7 @@
 decoding monitor).
 
 The options the commands share are declared once below (``Strategies``, ``Profiles``,
-``Concurrency``, ...), and so are the steps they share: bad options exit 2 with the message
+``Concurrency``, ...; those ``adapt run`` shares in :mod:`adapt.cli.run_options`), and so are the steps they share: bad options exit 2 with the message
 (:func:`user_errors`), the models and pricing come from the settings (:func:`load_bench_models`),
 a progress bar runs on stderr while the grid runs (:func:`run_with_progress`), and ``--out``
 gets the report files (:func:`wrote`).
@@ -23,6 +23,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from adapt.cli.run_options import ActOnly, CascadeMode, Grammar, Verification, run_options
 from adapt.cli.support import err, fail, setup_logging, validation_message
 from adapt.errors import UserError
 
@@ -63,31 +64,7 @@ Limit = Annotated[int | None, typer.Option(min=1, help="At most N tasks, taking 
 Out = Annotated[Path | None, typer.Option(
     help="Write report.json, report.md and tasks.jsonl here.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v")]
-# verification, constrained decoding, act-only, cascades (docs/verification.md; also `adapt run`)
-Verification = Annotated[str | None, typer.Option(
-    "--verification", help="env: the environment checks every node's goal (default); off: "
-    "the executor's claim decides (profile paper). See docs/verification.md.")]
-Grammar = Annotated[bool, typer.Option(
-    "--grammar/--no-grammar", help="Constrained decoding: send the environment's action and "
-    "plan grammars (applied by local: models and endpoints with guided_decoding).")]
-ActOnly = Annotated[bool, typer.Option(
-    "--act-only", help="ReAct executor without thoughts or self-assessment.")]
-CascadeMode = Annotated[str | None, typer.Option(
-    "--cascade-mode", help="executor.cascade: before (the next model before "
-    "decomposing, default) or after (only where decomposition failed or at d_max).")]
-
-
-def run_options(*, verification: str | None = None, grammar: bool = False,
-                act_only: bool = False, cascade_mode: str | None = None,
-                cascade: list[str] | None = None) -> dict[str, Any]:
-    """The ``RunConfig`` fields these options set (nothing for an option left at its default,
-    so a profile still fills it in); ``cascade``: the specs of ``executor.models``."""
-    executor = {**({"act_only": True} if act_only else {}),
-                **({"cascade": cascade_mode} if cascade_mode else {}),
-                **({"models": cascade} if cascade else {})}
-    return {**({} if verification is None else {"verification": verification}),
-            **({"grammar": True} if grammar else {}),
-            **({"executor": executor} if executor else {})}
+# --verification, --grammar, --act-only, --cascade-mode: adapt/cli/run_options.py (adapt run's too)
 
 
 # -- the steps the commands share -------------------------------------------------------------

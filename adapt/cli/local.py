@@ -12,7 +12,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from adapt.cli.bench import ActOnly, CascadeMode, Grammar, Verification, run_options
+from adapt.cli.run_options import ActOnly, CascadeMode, Grammar, Verification, run_options
 from adapt.cli.support import err, fail, setup_logging, validation_message
 from adapt.errors import InvalidConfig, UserError
 
@@ -185,7 +185,8 @@ def run(
             out.rule("result", style="dim")
             names = models.names()
             if executors:
-                names["executor"] = " > ".join(m.name for m in executors)
+                names["executor"] = " > ".join(
+                    m.name + (" (SIMULATED)" if m.simulated else "") for m in executors)
             out.print(render_summary(result, names))
     except UserError as exc:
         if not as_json:
