@@ -147,3 +147,24 @@ def test_self_assessed_is_the_claim_and_every_node_check_is_recorded() -> None:
     assert env["adapt"].checkable_subgoal_share == 0.0
     assert off["adapt"].checkable_subgoal_share is None
     assert "| self-assessed |" in to_markdown(by["env"])
+
+
+def test_the_command_passes_verification_on(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """``adapt bench alfworld --verification off|env`` with a model that claims success at
+    once (the settings' model replaced by the liar): off keeps the claim, env refutes it."""
+    from adapt.model_factory import ModelFactory
+
+    monkeypatch.setattr(ModelFactory, "build", lambda self, spec, *a, **k: liar_model())
+    terminations = {}
+    for mode in ("off", "env"):
+        out = CliRunner().invoke(app, [
+            "bench", "alfworld", "--split", "dev", "--limit", "1", "--strategies", "react",
+            "--d-max", "1", "--model", "sim:textcraft", "--verification", mode,
+            "--out", str(tmp_path / mode)])
+        assert out.exit_code == 0, out.output
+        (record,) = [json.loads(line)
+                     for line in (tmp_path / mode / "tasks.jsonl").read_text().splitlines()]
+        assert record["claimed_success"] is (mode == "off")
+        terminations[mode] = [c["termination"] for c in record["node_checks"]]
+    assert terminations == {"off": ["completed"], "env": ["refuted"]}
