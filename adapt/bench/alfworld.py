@@ -32,6 +32,8 @@ from adapt.bench.grid import (
     Cell,
     ModelInfo,
     check_concurrency,
+    claim_fields,
+    claim_sums,
     make_cells,
     outcome_sums,
     parse_d_max,
@@ -62,7 +64,7 @@ from adapt.bench.report import (
     run_errors,
     write_outputs,
 )
-from adapt.engine import RunConfig, run_task
+from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.engine.runtime import PriceFn
 from adapt.errors import InvalidConfig
 
@@ -168,9 +170,10 @@ async def _run_one(cell: Cell, game: BenchGame, price: PriceFn | None) -> ALFWor
     from adapt.envs.alfworld import ALFWorld
 
     env = ALFWorld()
+    sink = MemorySink()
     try:
         result = await run_task(env, {**cell.env_extra, **game.config}, cell.config,
-                                cell.model.executor, cell.model.planner, price=price)
+                                cell.model.executors, cell.model.planner, price=price, sink=sink)
         item = env.goal
     finally:
         env.close()
@@ -178,6 +181,7 @@ async def _run_one(cell: Cell, game: BenchGame, price: PriceFn | None) -> ALFWor
         id=game.id, item=item, depth=0, task_type=game.task_type, strategy=cell.strategy,
         profile=cell.profile, executor=cell.executor, model=cell.model.label,
         d_max=cell.d_max, **result_fields(result), **tree_fields(result),
+        monitor=result.monitor, **claim_fields(result, sink),
     )
 
 
@@ -191,12 +195,11 @@ def aggregate(records: Sequence[ALFWorldTaskRecord], *, model: ModelInfo, strate
             n = sum(r.solved for r in of_kind)
             by_type[kind] = TypeStats(tasks=len(of_kind), successes=n,
                                       success_rate=rate(n, len(of_kind)))
-    sums = {**usage_sums(records), **outcome_sums(records)}
+    sums = {**usage_sums(records), **outcome_sums(records), **claim_sums(records)}
     return ALFWorldEntry(
         strategy=strategy, profile=profile, executor=executor, model=model.label,
         simulated=model.simulated, d_max=d_max,
         tasks=len(records), successes=len(wins), success_rate=rate(len(wins), len(records)),
-        self_assessed_success_rate=rate(sum(r.success for r in records), len(records)),
         by_type=by_type, mean_task_seconds=rate(sums["wall_seconds"], len(records)), **sums,
     )
 
@@ -261,7 +264,7 @@ run_alfworld_bench = synchronous(run_alfworld_bench_async)
 def table_rows(report: ALFWorldBenchReport) -> tuple[list[str], list[list[str]]]:
     """Headers and rows: one row per (strategy, model, d_max), success per task type."""
     kinds = [k for k in [*TASK_TYPES, "unknown"] if k in report.tasks_by_type]
-    headers = ["strategy", "profile", "model", "d_max", "tasks", "success",
+    headers = ["strategy", "profile", "model", "d_max", "tasks", "success", "self-assessed",
                *(f"{k} (n={report.tasks_by_type[k]})" for k in kinds),
                "LLM calls", "tokens prompt/compl", "cost", "wall s"]
     rows = []
@@ -269,7 +272,8 @@ def table_rows(report: ALFWorldBenchReport) -> tuple[list[str], list[list[str]]]
         name = e.strategy if len(report.executors) == 1 else f"{e.strategy} · {e.executor}"
         cells = [name, e.profile, model_label(ModelInfo(label=e.model, executor="", planner="",
                                                    simulated=e.simulated)),
-                 str(e.d_max), str(e.tasks), f"{_pct(e.success_rate)} ({e.successes})"]
+                 str(e.d_max), str(e.tasks), f"{_pct(e.success_rate)} ({e.successes})",
+                 _pct(e.self_assessed_success_rate)]
         for k in kinds:
             s = e.by_type.get(k)
             cells.append("–" if s is None else f"{_pct(s.success_rate)} ({s.successes}/{s.tasks})")
@@ -286,7 +290,8 @@ def title(report: ALFWorldBenchReport) -> str:
 
 def notes(report: ALFWorldBenchReport) -> list[str]:
     out = ["success = environment reward > 0 (the goal holds), by task type as in the papers' "
-           f"tables; elapsed {report.elapsed_seconds:.2f} s at concurrency {report.concurrency}"
+           "tables; self-assessed = what the tree claimed before the environment's final check; "
+           f"elapsed {report.elapsed_seconds:.2f} s at concurrency {report.concurrency}"
            f", game generation {report.generation_seconds:.2f} s before the runs"]
     if report.simulated:
         out.append("SIMULATED model(s): numbers come from scripted or simulated models")

@@ -24,9 +24,12 @@ from rich.console import Console
 from adapt.bench.grid import (
     BenchModel,
     Cell,
+    ClaimRecord,
     Design,
     ModelInfo,
     check_concurrency,
+    claim_fields,
+    claim_sums,
     make_cells,
     outcome_sums,
     parse_d_max,
@@ -60,8 +63,9 @@ EXECUTE = re.compile(r"execute\s*\[(.*)\]", re.IGNORECASE | re.DOTALL)
 T = TypeVar("T")
 
 
-class DesignTaskRecord(BaseModel):
-    """One task run: a line of ``tasks.jsonl``."""
+class DesignTaskRecord(ClaimRecord):
+    """One task run: a line of ``tasks.jsonl`` (with the claim, the checks of every task node
+    and the executor calls per model, as every bench's records)."""
 
     id: str
     design: str
@@ -89,6 +93,8 @@ class LevelStats(BaseModel):
     tasks: int
     successes: int
     success_rate: float
+    #: what the trees claimed before the environment's final check (the claims' success rate)
+    self_assessed_success_rate: float = 0.0
     mean_reward: float
     mean_turns: float
     executes: int
@@ -116,6 +122,8 @@ class DesignEntry(LevelStats):
     statuses: dict[str, int]
     errors: int
     wall_seconds: float
+    #: share of the planner's sub-goals the environment could decide (None: none checked)
+    checkable_subgoal_share: float | None = None
 
 
 class DesignReport(BaseModel):
@@ -220,6 +228,7 @@ class DesignBench(Generic[T, R, E]):
         present = [g for g in self.groups if any(self.group_of(r) == g for r in records)]
         return self.entry_class(
             **level_stats(records).model_dump(), **outcome_sums(records),
+            checkable_subgoal_share=claim_sums(records)["checkable_subgoal_share"],
             design=cell.design.name, profile=cell.profile, strategy=cell.strategy,
             executor=cell.executor, model=cell.model.label, simulated=cell.model.simulated,
             d_max=cell.d_max,
@@ -236,7 +245,7 @@ class DesignBench(Generic[T, R, E]):
              ) -> tuple[list[str], list[list[str]]]:
         """One row per (design, model, group), the group ``all`` last for each."""
         headers = ["design", "profile", *(["model"] if several_models else []),
-                   self.group_heading, "success", "mean reward", "mean turns", "error rate",
+                   self.group_heading, "success", "self-assessed", "mean reward", "mean turns", "error rate",
                    "LLM calls", "tokens prompt/compl", "cost"]
         rows: list[list[str]] = []
         for e in entries:
@@ -249,7 +258,8 @@ class DesignBench(Generic[T, R, E]):
         return headers, rows
 
     def notes(self, report: DesignReport) -> list[str]:
-        out = ["success = reward 1.0; turns = environment actions per task; error rate = share "
+        out = ["success = reward 1.0; self-assessed = what the tree claimed before the "
+               "environment's final check; turns = environment actions per task; error rate = share "
                f"of the commands tried that failed: execute[...] actions {self.error_note}, and "
                "invalid actions (neither execute[...] nor submit) (elapsed "
                f"{report.elapsed_seconds:.2f} s at concurrency {report.concurrency})",
@@ -303,6 +313,7 @@ def level_stats(records: Sequence[DesignTaskRecord]) -> LevelStats:
         tasks=n,
         successes=sum(r.solved for r in records),
         success_rate=rate(sum(r.solved for r in records), n),
+        self_assessed_success_rate=rate(sum(r.claimed for r in records), n),
         mean_reward=rate(sum(r.reward for r in records), n),
         mean_turns=rate(sum(r.turns for r in records), n),
         executes=executes,
@@ -319,13 +330,14 @@ async def _run_one(bench: DesignBench[T, R, E], env_factory: Callable[[], Enviro
     sink = ActionCounter(env)
     try:
         result = await run_task(env, {**cell.env_extra, **bench.task_config(task)}, cell.config,
-                                cell.model.executor, cell.model.planner, sink=sink, price=price)
+                                cell.model.executors, cell.model.planner, sink=sink, price=price)
     finally:
         env.close()
     return bench.record(
         **bench.task_fields(task), design=cell.design.name, profile=cell.profile,
         model=cell.model.label, d_max=cell.d_max, turns=sink.turns, executes=sink.executes,
-        execute_errors=sink.failed, invalid_actions=sink.invalid, **result_fields(result))
+        execute_errors=sink.failed, invalid_actions=sink.invalid, **result_fields(result),
+        **claim_fields(result, sink))
 
 
 @dataclass
@@ -379,7 +391,8 @@ def select_in_turn(groups: dict[str, list[T]], limit: int | None) -> list[T]:
 
 # -- rendering --------------------------------------------------------------------------------
 def _level_cells(s: LevelStats) -> list[str]:
-    return [f"{_pct(s.success_rate)} ({s.successes}/{s.tasks})", f"{s.mean_reward:.3f}",
+    return [f"{_pct(s.success_rate)} ({s.successes}/{s.tasks})",
+            _pct(s.self_assessed_success_rate), f"{s.mean_reward:.3f}",
             f"{s.mean_turns:.2f}", f"{_pct(s.error_rate)} ({s.execute_errors + s.invalid_actions}/"
             f"{s.executes + s.invalid_actions})",
             str(s.llm_calls), f"{_num(s.prompt_tokens)}/{_num(s.completion_tokens)}",

@@ -11,6 +11,10 @@ the same task selection. This module writes that once:
   finishes, the records back in job order whatever the completion order, per cell;
 - the aggregates every entry has (usage sums, statuses, errors, wall time) and the fields of a
   record that come straight from the engine's :class:`~adapt.engine.TaskResult`;
+- what every record says about verification (:class:`ClaimRecord`, :func:`claim_fields`: the
+  claim before the environment's final word, claim vs verdict of every task node, checkable
+  sub-goals, executor calls per model) and what every entry sums from it (:func:`claim_sums`:
+  self-assessed success, the checkable sub-goal share);
 - :func:`progress`: the rich progress bar the commands show on stderr;
 - :func:`synchronous`: the ``asyncio.run`` twin of an async entry point, with its signature.
 
@@ -29,7 +33,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from adapt.engine import RunConfig, available_executors, available_strategies
 from adapt.engine.config import D_MAX_RANGE
@@ -40,7 +44,7 @@ from adapt.llm.base import ChatModel
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from adapt.engine import TaskResult
+    from adapt.engine import MemorySink, TaskResult
     from adapt.engine.tree import UsageTotals
 
 T = TypeVar("T")
@@ -316,6 +320,72 @@ def tree_fields(result: TaskResult) -> dict[str, Any]:
             "usage_by_role": dict(sorted(result.usage_by_role.items()))}
 
 
+class NodeCheck(BaseModel):
+    """Claim vs verdict of one task node (``tasks.jsonl``, key ``node_checks``)."""
+
+    id: int
+    depth: int
+    goal: str
+    status: str
+    claim: bool | None
+    verdict: str | None
+    evidence: str | None
+    termination: str | None
+
+
+class ClaimRecord(BaseModel):
+    """What every bench's task record says about the claim and the environment's checks."""
+
+    #: what the tree claimed before the environment's final word (None: not recorded)
+    claimed_success: bool | None = None
+    #: planner-made task nodes the environment checked / could decide (verification)
+    checked_subgoals: int = 0
+    checkable_subgoals: int = 0
+    #: claim vs verdict of every task node that ran
+    node_checks: list[NodeCheck] = Field(default_factory=list)
+    #: executor calls per model (a model cascade's calls by stage)
+    executor_calls_by_model: dict[str, int] = Field(default_factory=dict)
+
+    @property
+    def claimed(self) -> bool:
+        """The self-assessed outcome (the claim before the environment's final check)."""
+        return bool(self.claimed_success)
+
+
+def node_checks(sink: MemorySink) -> list[NodeCheck]:
+    """Claim vs verdict of every task node that ran, in id order."""
+    return [NodeCheck(id=n.id, depth=n.depth, goal=n.goal, status=n.status, claim=n.claim,
+                      verdict=n.verdict, evidence=n.evidence, termination=n.termination)
+            for n in sorted(sink.nodes.values(), key=lambda n: n.id)
+            if n.kind == "task" and n.status not in ("pending", "skipped")]
+
+
+def calls_by_model(sink: MemorySink) -> dict[str, int]:
+    """Executor calls per model (a cascade's cost by stage), in the order first called."""
+    out: dict[str, int] = {}
+    for call in sink.calls:
+        if call.role == "executor":
+            out[call.model] = out.get(call.model, 0) + 1
+    return out
+
+
+def claim_fields(result: TaskResult, sink: MemorySink) -> dict[str, Any]:
+    """A :class:`ClaimRecord`'s fields from a run's result and the sink that recorded it."""
+    return {"claimed_success": result.claimed_success,
+            "checked_subgoals": result.checked_subgoals,
+            "checkable_subgoals": result.checkable_subgoals,
+            "node_checks": node_checks(sink), "executor_calls_by_model": calls_by_model(sink)}
+
+
+def claim_sums(records: Sequence[ClaimRecord]) -> dict[str, Any]:
+    """Self-assessed success (the claims) and the share of the checked sub-goals the
+    environment could decide (None: none checked)."""
+    checked = sum(r.checked_subgoals for r in records)
+    return {"self_assessed_success_rate": rate(sum(r.claimed for r in records), len(records)),
+            "checkable_subgoal_share": (sum(r.checkable_subgoals for r in records) / checked
+                                        if checked else None)}
+
+
 class _Run(Protocol):
     @property
     def usage(self) -> UsageTotals: ...
@@ -383,7 +453,9 @@ def progress(label: str, total: int, console: Console, *, rate_column: bool = Tr
 
 
 __all__ = [
-    "BenchModel", "Cell", "Design", "GridRun", "ModelInfo", "as_models", "make_cells", "outcome_sums",
+    "BenchModel", "Cell", "ClaimRecord", "Design", "GridRun", "ModelInfo", "NodeCheck",
+    "as_models", "calls_by_model", "claim_fields", "claim_sums", "make_cells", "node_checks",
+    "outcome_sums",
     "parse_d_max", "parse_executor_kinds", "parse_names", "parse_profiles", "parse_strategies",
     "progress", "result_fields", "run_grid", "synchronous", "take_in_turn", "tree_fields",
     "usage_sums",

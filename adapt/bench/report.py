@@ -20,27 +20,21 @@ from rich.console import Console
 from rich.measure import Measurement
 from rich.table import Table
 
-from adapt.bench.grid import ModelInfo, outcome_sums, rate, usage_sums
+from adapt.bench.grid import (
+    ClaimRecord,
+    ModelInfo,
+    claim_sums,
+    outcome_sums,
+    rate,
+    usage_sums,
+)
 from adapt.engine.tree import MonitorTotals, UsageTotals
 
 #: keys of the JSON entries that vary from run to run (wall-clock time)
 TIMING_KEYS = frozenset({"wall_seconds", "elapsed_seconds", "mean_task_seconds"})
 
 
-class NodeCheck(BaseModel):
-    """Claim vs verdict of one task node (``tasks.jsonl``, key ``node_checks``)."""
-
-    id: int
-    depth: int
-    goal: str
-    status: str
-    claim: bool | None
-    verdict: str | None
-    evidence: str | None
-    termination: str | None
-
-
-class TaskRecord(BaseModel):
+class TaskRecord(ClaimRecord):
     """One task run: a line of ``tasks.jsonl``."""
 
     id: str
@@ -62,15 +56,6 @@ class TaskRecord(BaseModel):
     error: str | None = None
     #: what the decoding monitor did in this run (validations, violations, corrections)
     monitor: MonitorTotals = Field(default_factory=MonitorTotals)
-    #: what the tree claimed before the environment's final word (None: not recorded)
-    claimed_success: bool | None = None
-    #: planner-made task nodes the environment checked / could decide (verification)
-    checked_subgoals: int = 0
-    checkable_subgoals: int = 0
-    #: claim vs verdict of every task node that ran
-    node_checks: list[NodeCheck] = Field(default_factory=list)
-    #: executor calls per model (a model cascade's calls by stage)
-    executor_calls_by_model: dict[str, int] = Field(default_factory=dict)
 
     @property
     def claimed(self) -> bool:
@@ -213,11 +198,9 @@ def aggregate(
         for role, usage in r.usage_by_role.items():
             calls[role] += usage.llm_calls
         by_model.update(r.executor_calls_by_model)
-    checked = sum(r.checked_subgoals for r in records)
     sums = {**usage_sums(records), **outcome_sums(records)}
     return BenchEntry(
-        checkable_subgoal_share=(sum(r.checkable_subgoals for r in records) / checked
-                                 if checked else None),
+        checkable_subgoal_share=claim_sums(records)["checkable_subgoal_share"],
         strategy=strategy,
         profile=profile,
         model=model.label,

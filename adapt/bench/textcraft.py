@@ -40,6 +40,7 @@ from adapt.bench.grid import (
     Cell,
     as_models,
     check_concurrency,
+    claim_fields,
     make_cells,
     parse_d_max,
     parse_executor_kinds,
@@ -55,7 +56,6 @@ from adapt.bench.grid import (
 from adapt.bench.report import (
     BenchEntry,
     BenchReport,
-    NodeCheck,
     TaskRecord,
     aggregate,
 )
@@ -186,27 +186,8 @@ async def _run_one(cell: Cell, task: Task, price: PriceFn | None) -> ExecutorTas
         id=task.id, item=task.item, depth=task.depth, strategy=cell.strategy,
         profile=cell.profile, model=cell.model.label, d_max=cell.d_max,
         executor=cell.executor, **result_fields(result), **tree_fields(result),
-        monitor=result.monitor, claimed_success=result.claimed_success,
-        checked_subgoals=result.checked_subgoals, checkable_subgoals=result.checkable_subgoals,
-        node_checks=node_checks(sink), executor_calls_by_model=calls_by_model(sink),
+        monitor=result.monitor, **claim_fields(result, sink),
     )
-
-
-def calls_by_model(sink: MemorySink) -> dict[str, int]:
-    """Executor calls per model (a cascade's cost by stage), in the order first called."""
-    out: dict[str, int] = {}
-    for call in sink.calls:
-        if call.role == "executor":
-            out[call.model] = out.get(call.model, 0) + 1
-    return out
-
-
-def node_checks(sink: MemorySink) -> list[NodeCheck]:
-    """Claim vs verdict of every task node that ran, in id order."""
-    return [NodeCheck(id=n.id, depth=n.depth, goal=n.goal, status=n.status, claim=n.claim,
-                      verdict=n.verdict, evidence=n.evidence, termination=n.termination)
-            for n in sorted(sink.nodes.values(), key=lambda n: n.id)
-            if n.kind == "task" and n.status not in ("pending", "skipped")]
 
 
 async def run_bench_async(

@@ -2,7 +2,7 @@
 decoding monitor).
 
 The options the commands share are declared once below (``Strategies``, ``Profiles``,
-``Concurrency``, ...), and so are the steps they share: bad options exit 2 with the message
+``Concurrency``, ...; those ``adapt run`` shares in :mod:`adapt.cli.run_options`), and so are the steps they share: bad options exit 2 with the message
 (:func:`user_errors`), the models and pricing come from the settings (:func:`load_bench_models`),
 a progress bar runs on stderr while the grid runs (:func:`run_with_progress`), and ``--out``
 gets the report files (:func:`wrote`).
@@ -23,6 +23,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from adapt.cli.run_options import ActOnly, CascadeMode, Grammar, Verification, run_options
 from adapt.cli.support import err, fail, setup_logging, validation_message
 from adapt.errors import UserError
 
@@ -63,6 +64,7 @@ Limit = Annotated[int | None, typer.Option(min=1, help="At most N tasks, taking 
 Out = Annotated[Path | None, typer.Option(
     help="Write report.json, report.md and tasks.jsonl here.")]
 Verbose = Annotated[bool, typer.Option("--verbose", "-v")]
+# --verification, --grammar, --act-only, --cascade-mode: adapt/cli/run_options.py (adapt run's too)
 
 
 # -- the steps the commands share -------------------------------------------------------------
@@ -167,7 +169,8 @@ def design_command(name: str, *, designs: str) -> Callable[[Callable[..., Design
     """Register an InterCode bench command: the decorated function declares only its own
     options (the data path, its task selection) and returns a :class:`DesignCommand`; the
     options every such bench has (``--designs`` with default ``designs``, ``--limit``,
-    ``--d-max``, ``--model``, ``--concurrency``, ``--profile``, ``--out``, ``--verbose``) are
+    ``--d-max``, ``--model``, ``--concurrency``, ``--profile``, ``--verification``, ``--out``,
+    ``--verbose``) are
     added here, and so is the run: options checked before anything runs, the designs on a real
     model under a progress bar, the table, ``--out``."""
     shared = [
@@ -178,6 +181,8 @@ def design_command(name: str, *, designs: str) -> Callable[[Callable[..., Design
         inspect.Parameter("model", Parameter.KEYWORD_ONLY, default=None, annotation=RealModel),
         inspect.Parameter("concurrency", Parameter.KEYWORD_ONLY, default=8, annotation=Concurrency),
         inspect.Parameter("profile", Parameter.KEYWORD_ONLY, default="default", annotation=Profiles),
+        inspect.Parameter("verification", Parameter.KEYWORD_ONLY, default=None,
+                          annotation=Verification),
         inspect.Parameter("out", Parameter.KEYWORD_ONLY, default=None, annotation=Out),
         inspect.Parameter("verbose", Parameter.KEYWORD_ONLY, default=False, annotation=Verbose),
     ]
@@ -202,11 +207,13 @@ def design_command(name: str, *, designs: str) -> Callable[[Callable[..., Design
 
 
 def run_design(cmd: DesignCommand, *, limit: int | None, designs: str, d_max: int,
-               model: str | None, concurrency: int, profile: str, out: Path | None,
-               verbose: bool) -> None:
+               model: str | None, concurrency: int, profile: str, verification: str | None,
+               out: Path | None, verbose: bool) -> None:
     from adapt.bench.grid import parse_d_max, parse_profiles
+    from adapt.engine import RunConfig
 
     with user_errors():
+        base_config = RunConfig.model_validate(run_options(verification=verification))
         names = cmd.bench.parse_designs(designs)
         profiles = parse_profiles(profile)
         parse_d_max(d_max)
@@ -217,7 +224,7 @@ def run_design(cmd: DesignCommand, *, limit: int | None, designs: str, d_max: in
                                lambda on_result: cmd.run(
         cmd.path, models=bench_model, designs=names, d_max=d_max, concurrency=concurrency,
         price=price, task_list=selected, on_result=on_result, profiles=profiles, limit=limit,
-        **cmd.selection))
+        base_config=base_config, **cmd.selection))
     cmd.bench.print_table(report, Console())
     if out is not None:
         wrote(cmd.bench.write_report(report, out))
@@ -246,9 +253,7 @@ def bench_textcraft(
         "specs, weakest first; a failed node is retried with the next. Repeat to compare "
         "cascades; each is a column next to the --model ones. The planner: --planner-model, "
         "else the cascade's first model.")] = None,
-    cascade_mode: Annotated[str | None, typer.Option(
-        "--cascade-mode", help="executor.cascade: before (the next model before "
-        "decomposing, default) or after (only where decomposition failed or at d_max).")] = None,
+    cascade_mode: CascadeMode = None,
     executors: Executors = "react",
     concurrency: Concurrency = 8,
     seed: Seed = 0,
@@ -268,14 +273,9 @@ def bench_textcraft(
         help="The decoding monitor on the executor's and planner's output (default: on; off "
         "under profile paper).")] = None,
     profile: Profiles = "default",
-    verification: Annotated[str | None, typer.Option(
-        "--verification", help="env: the environment checks every node's goal (default); off: "
-        "the executor's claim decides (profile paper). See docs/verification.md.")] = None,
-    grammar: Annotated[bool, typer.Option(
-        "--grammar/--no-grammar", help="Constrained decoding: send the game's action and plan "
-        "grammars (applied by local: models and endpoints with guided_decoding).")] = False,
-    act_only: Annotated[bool, typer.Option(
-        "--act-only", help="ReAct executor without thoughts or self-assessment.")] = False,
+    verification: Verification = None,
+    grammar: Grammar = False,
+    act_only: ActOnly = False,
     verbose: Verbose = False,
 ) -> None:
     """Benchmark strategies on TextCraft (the paper's tables 4 and 7, figure 4).
@@ -306,12 +306,8 @@ def bench_textcraft(
             {"monitor": {} if monitor is None else {"enabled": monitor},
              **({} if planner_max_tokens is None
                 else {"planner": {"max_tokens": planner_max_tokens}}),
-             **({} if verification is None else {"verification": verification}),
-             **({"grammar": True} if grammar else {}),
-             **({"executor": {
-                 **({"act_only": True} if act_only else {}),
-                 **({"cascade": cascade_mode} if cascade_mode else {})}}
-                if act_only or cascade_mode else {})})
+             **run_options(verification=verification, grammar=grammar, act_only=act_only,
+                           cascade_mode=cascade_mode)})
 
     partial = None
     if out is not None:  # each task's record as it finishes: a run stopped early keeps them
@@ -465,6 +461,7 @@ def bench_alfworld(
     seed: Seed = 0,
     profile: Profiles = "default",
     executors: Executors = "react",
+    verification: Verification = None,
     out: Out = None,
     verbose: Verbose = False,
 ) -> None:
@@ -479,6 +476,7 @@ def bench_alfworld(
         parse_profiles,
         parse_strategies,
     )
+    from adapt.engine import RunConfig
 
     setup_logging(verbose)
     try:  # without the extra, importing the environment says how to install it
@@ -498,6 +496,7 @@ def bench_alfworld(
         kinds = parse_executor_kinds(executors)
         depths = parse_d_max(d_max)
         selected = select_games(split, task_type, limit, data_dir)
+        base_config = RunConfig.model_validate(run_options(verification=verification))
         bench_models, price = load_bench_models(model, executor_model, planner_model)
 
     total = (len(selected) * len(names) * len(depths) * len(bench_models) * len(profiles)
@@ -506,7 +505,7 @@ def bench_alfworld(
     report = run_with_progress("alfworld", total, lambda on_result: run_alfworld_bench(
         split=split, task_types=task_type, limit=limit, data_dir=data_dir, strategies=names,
         d_max=depths, models=bench_models, concurrency=concurrency, seed=seed, price=price,
-        on_result=on_result, profiles=profiles, executor_kind=kinds))
+        on_result=on_result, profiles=profiles, executor_kind=kinds, base_config=base_config))
     print_alfworld_table(report, Console())
     if out is not None:
         wrote(write_alfworld_report(report, out))

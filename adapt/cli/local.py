@@ -6,14 +6,22 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from pydantic import ValidationError
 from rich.console import Console
 
+from adapt.cli.run_options import ActOnly, CascadeMode, Grammar, Verification, run_options
 from adapt.cli.support import err, fail, setup_logging, validation_message
-from adapt.errors import UserError
+from adapt.errors import InvalidConfig, UserError
+
+if TYPE_CHECKING:
+    from adapt.engine import RunConfig, TreeSink
+    from adapt.engine.tree import TaskResult
+    from adapt.llm.base import ChatModel
+    from adapt.settings import Settings
+    from adapt.standalone import Models
 
 
 def _read_spec(value: str) -> str:
@@ -39,6 +47,47 @@ def _goal_into_config(env: str, env_config: dict[str, Any], goal: str | None) ->
     except UserError:
         return env_config  # run_local reports the unknown environment
     return {**env_config, "goal": goal} if "goal" in fields else env_config
+
+
+def _cascade_models(settings: Settings, specs: list[str], model: str | None,
+                    planner_model: str | None) -> tuple[Models, list[ChatModel]]:
+    """``--cascade A,B``: the models (executor A; planner ``--planner-model``, else
+    ``--model``, else A) and the executor models in order, each spec loaded once."""
+    from adapt.model_factory import ModelFactory
+    from adapt.standalone import Models
+
+    if len(specs) < 2 or not all(specs) or len(set(specs)) != len(specs):
+        raise InvalidConfig(f"--cascade: give two or more different model specs separated by "
+                            f"commas, weakest first (got {','.join(specs)!r})")
+    factory = ModelFactory(settings, operator=True)  # the same rules as --model
+    built: dict[str, ChatModel] = {}
+
+    def build(spec: str) -> ChatModel:
+        if spec not in built:
+            built[spec] = factory.build(spec)
+        return built[spec]
+
+    chain = [build(spec) for spec in specs]
+    return Models(chain[0], build(planner_model or model or specs[0]), None), chain
+
+
+async def _run_local(env: str, env_config: dict[str, Any], run_config: RunConfig,
+                     models: Models, cascade: list[ChatModel] | None, *, goal: str | None,
+                     sink: TreeSink) -> TaskResult:
+    """``run_local``, or with a cascade the same run with every executor model."""
+    from adapt.engine import run_task
+    from adapt.envs import registry
+    from adapt.standalone import run_local
+
+    if not cascade:
+        return await run_local(env, env_config, run_config, models, goal=goal, sink=sink)
+    validated = registry.validate_config(env, env_config)
+    environment = registry.create(env)
+    try:
+        return await run_task(environment, validated, run_config, cascade, models.planner,
+                              goal=goal, sink=sink)
+    finally:
+        environment.close()
 
 
 def run(
@@ -70,6 +119,14 @@ def run(
     profile: Annotated[str, typer.Option(
         "--profile", help="default | paper (the published protocols: prompts, step and token "
         "limits, no decoding monitor; options given here win).")] = "default",
+    verification: Verification = None,
+    grammar: Grammar = False,
+    act_only: ActOnly = False,
+    cascade: Annotated[str | None, typer.Option(
+        "--cascade", help="A model cascade (executor.models): comma-separated executor model "
+        "specs, weakest first; a failed node is retried with the next (the planner: "
+        "--planner-model, else --model, else the first).")] = None,
+    cascade_mode: CascadeMode = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the whole tree as JSON.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
@@ -77,20 +134,30 @@ def run(
     from adapt.engine import MemorySink, RunConfig
     from adapt.liveview import LiveTreeSink, render_summary
     from adapt.settings import get_settings
-    from adapt.standalone import load_models, parse_config_json, run_local
+    from adapt.standalone import load_models, parse_config_json
 
     setup_logging(verbose)
     try:
         settings = get_settings()
         env_config = parse_config_json(config)
+        chain = None if cascade is None else [s.strip() for s in cascade.split(",")]
+        if chain is not None and executor_model:
+            raise InvalidConfig("give --cascade or --executor-model, not both (the cascade's "
+                                "first model is the executor)")
+        options = run_options(verification=verification, grammar=grammar, act_only=act_only,
+                              cascade_mode=cascade_mode, cascade=chain)
         run_config = RunConfig.model_validate({
-            "strategy": strategy, "d_max": d_max, "profile": profile,
-            "executor": {"kind": executor,
+            "strategy": strategy, "d_max": d_max, "profile": profile, **options,
+            "executor": {"kind": executor, **options.get("executor", {}),
                          **({"max_steps": max_steps} if max_steps is not None else {}),
                          **({"spec": _read_spec(spec)} if spec else {})},
             "monitor": {} if monitor is None else {"enabled": monitor}})
-        models = load_models(settings, model=model, executor_model=executor_model,
-                             planner_model=planner_model)
+        executors: list[ChatModel] | None = None
+        if chain is None:
+            models = load_models(settings, model=model, executor_model=executor_model,
+                                 planner_model=planner_model)
+        else:
+            models, executors = _cascade_models(settings, chain, model, planner_model)
     except ValidationError as exc:
         fail(validation_message(exc))
     except UserError as exc:
@@ -104,19 +171,23 @@ def run(
     try:
         if as_json:
             sink = MemorySink()
-            result = asyncio.run(run_local(env, env_config, run_config, models, goal=goal,
-                                           sink=sink))
+            result = asyncio.run(_run_local(env, env_config, run_config, models, executors,
+                                            goal=goal, sink=sink))
             payload = sink.tree(with_steps=True, with_calls=True)
             payload["models"] = models.describe()
             payload["environment"] = {"name": env, "config": env_config}
             sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         else:
             with LiveTreeSink(out, title) as live:
-                result = asyncio.run(run_local(env, env_config, run_config, models, goal=goal,
-                                               sink=live))
+                result = asyncio.run(_run_local(env, env_config, run_config, models,
+                                                executors, goal=goal, sink=live))
             out.print()
             out.rule("result", style="dim")
-            out.print(render_summary(result, models.names()))
+            names = models.names()
+            if executors:
+                names["executor"] = " > ".join(
+                    m.name + (" (SIMULATED)" if m.simulated else "") for m in executors)
+            out.print(render_summary(result, names))
     except UserError as exc:
         if not as_json:
             out.print()  # end the live view's last line before the error

@@ -22,6 +22,7 @@ from adapt.bench.alfworld import (
 )
 from adapt.bench.textcraft import BenchModel
 from adapt.cli import app
+from adapt.engine import RunConfig
 from adapt.envs.alfworld.games import generated_game
 from adapt.errors import InvalidConfig
 from adapt.llm.base import ChatRequest
@@ -111,3 +112,59 @@ def test_profiles_side_by_side() -> None:
                                                                       ("paper", 1.0)]
     assert [r.profile for r in report.results] == ["default"] * 2 + ["paper"] * 2
     assert "| react | paper |" in to_markdown(report)
+
+
+def liar_model() -> FunctionModel:
+    def reply(request: ChatRequest) -> str:
+        if request.role == "planner":
+            return "Step 1: look around\nExecution Order: (Step 1)"
+        return "think: I put it there. Task completed!"
+
+    return FunctionModel(reply, name="liar")
+
+
+def test_self_assessed_is_the_claim_and_every_node_check_is_recorded() -> None:
+    """A model that claims success at once: self-assessed 100% with verification off (0% real
+    success), 0% with env; the records carry the claim and the check of every task node."""
+    liar = liar_model()
+    by = {}
+    for mode in ("off", "env"):
+        by[mode] = run_alfworld_bench(split="dev", limit=2, strategies="react,adapt", d_max=2,
+                                      models=BenchModel(liar, liar),
+                                      base_config=RunConfig(verification=mode))
+    off = {e.strategy: e for e in by["off"].entries}
+    env = {e.strategy: e for e in by["env"].entries}
+    for strategy in ("react", "adapt"):
+        assert off[strategy].success_rate == env[strategy].success_rate == 0.0
+        assert off[strategy].self_assessed_success_rate == 1.0
+        assert env[strategy].self_assessed_success_rate == 0.0
+    assert all(r.claimed_success is True for r in by["off"].results)
+    assert all(r.claimed_success is False for r in by["env"].results)
+    react = [r for r in by["env"].results if r.strategy == "react"]
+    assert all([(c.claim, c.verdict, c.termination) for c in r.node_checks]
+               == [(True, "refuted", "refuted")] for r in react)
+    # adapt under env: the refuted root is decomposed; "look around" is checked, not decidable
+    assert env["adapt"].checkable_subgoal_share == 0.0
+    assert off["adapt"].checkable_subgoal_share is None
+    assert "| self-assessed |" in to_markdown(by["env"])
+
+
+def test_the_command_passes_verification_on(tmp_path: Path,
+                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    """``adapt bench alfworld --verification off|env`` with a model that claims success at
+    once (the settings' model replaced by the liar): off keeps the claim, env refutes it."""
+    from adapt.model_factory import ModelFactory
+
+    monkeypatch.setattr(ModelFactory, "build", lambda self, spec, *a, **k: liar_model())
+    terminations = {}
+    for mode in ("off", "env"):
+        out = CliRunner().invoke(app, [
+            "bench", "alfworld", "--split", "dev", "--limit", "1", "--strategies", "react",
+            "--d-max", "1", "--model", "sim:textcraft", "--verification", mode,
+            "--out", str(tmp_path / mode)])
+        assert out.exit_code == 0, out.output
+        (record,) = [json.loads(line)
+                     for line in (tmp_path / mode / "tasks.jsonl").read_text().splitlines()]
+        assert record["claimed_success"] is (mode == "off")
+        terminations[mode] = [c["termination"] for c in record["node_checks"]]
+    assert terminations == {"off": ["completed"], "env": ["refuted"]}

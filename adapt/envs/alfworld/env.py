@@ -23,7 +23,6 @@ from the countertop 2.``), plus where the agent is and what it holds.
 from __future__ import annotations
 
 import logging
-import re
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
@@ -32,6 +31,7 @@ from adapt.envs.alfworld.commands import DEFAULT_CUTOFF, near_miss, normalise
 from adapt.envs.alfworld.config import ALFWorldConfig
 from adapt.envs.alfworld.game import Game, task_sentence
 from adapt.envs.alfworld.games import resolve
+from adapt.envs.alfworld.verify import check_go, check_take, game_kinds
 from adapt.envs.base import BaseEnvironment, StepResult, prompt_set_text
 from adapt.envs.verification import UNKNOWN, Verification, same_goal
 from adapt.errors import InvalidConfig, UserError
@@ -44,10 +44,6 @@ logger = logging.getLogger(__name__)
 #: command verbs that change the household (the others only look)
 _ACTING = ("go to ", "open ", "close ", "take ", "move ", "clean ", "heat ", "cool ", "use ",
            "slice ")
-#: sub-goals whose outcome is held (``find and take a mug from the countertop``)
-_TAKE = re.compile(r"^(?:find and )?(?:take|pick up)\s+(?:an? |the |some )?(.+?)"
-                   r"(?:\s+(?:from|in|on|at)\s.*)?$")
-_GO = re.compile(r"^go to\s+(?:the )?(.+)$")
 _TASK_PREFIX = "Your task is to: "
 #: the observation of a command the game cannot do, and the banner of every intro (ALFWorld's)
 NOTHING_HAPPENS = "Nothing happens."
@@ -105,6 +101,8 @@ class ALFWorld(BaseEnvironment):
         self._room = ""
         self._goal = ""
         self._last: tuple[str, str] | None = None
+        #: the game's object and receptacle kinds (what a sub-goal may name)
+        self._kinds: frozenset[str] = frozenset()
         #: the commands sent to the game since reset (what ``rollback`` replays)
         self._log: list[str] = []
 
@@ -116,6 +114,7 @@ class ALFWorld(BaseEnvironment):
         intro = self._engine.reset()
         observation = intro.replace(WELCOME, "", 1).strip()
         self._game, self._config = game, cfg
+        self._kinds = game_kinds(game.pddl_problem)
         self._goal = task_sentence(observation)
         room, sep, _ = observation.partition(_TASK_PREFIX)
         self._room = room.strip() if sep else observation
@@ -208,13 +207,16 @@ class ALFWorld(BaseEnvironment):
 
     # -- verification (adapt.envs.verification) ------------------------------------------------
     def verification_mark(self) -> object:
-        return None
+        """What the agent holds when a node starts (``another X`` needs a new one)."""
+        return tuple(self._engine.inventory()) if self._game is not None else None
 
     def verify(self, goal: str, *, since: object | None = None) -> Verification:
         """What the household state decides: the task itself (the game's goal conditions, i.e.
-        whether it is won); ``find and take a <object> ...`` / ``take <object> ...`` / ``pick up
-        <object> ...`` (held: confirmed, else refuted); ``go to <receptacle>`` (where the agent
-        stands). Any other sub-goal (clean, heat, put, ...) is ``unknown``."""
+        whether it is won); take sub-goals (``find and take a soapbottle``, ``... another
+        soapbottle``, ``take the mug 1 from ...``) by what the agent holds and ``go to
+        <receptacle>`` by where it stands, read by :mod:`adapt.envs.alfworld.verify`, which
+        refutes only what it reads with confidence. Any other sub-goal (clean, heat, put, ...)
+        is ``unknown``."""
         if self._game is None:
             raise UserError("alfworld: call reset(...) before verify()")
         if same_goal(goal, self._goal):
@@ -222,22 +224,12 @@ class ALFWorld(BaseEnvironment):
                 return Verification("confirmed", "the task's goal conditions hold (reward 1)")
             return Verification("refuted", "the task's goal conditions do not hold yet")
         text = " ".join(goal.lower().split()).rstrip(".")
-        held = self._engine.inventory()
-        m = _TAKE.match(text)
-        if m is not None:
-            kind = m.group(1)
-            matching = [h for h in held if h.rsplit(" ", 1)[0] == kind or h == kind]
-            if matching:
-                return Verification("confirmed", f"holds {matching[0]}")
-            return Verification("refuted", f"holds {', '.join(held) or 'nothing'}, "
-                                           f"no {kind}")
-        m = _GO.fullmatch(text)
-        if m is not None:
-            where = self._engine.location()
-            if where == m.group(1):
-                return Verification("confirmed", f"is at {where}")
-            return Verification("refuted", f"is at {where or 'the middle of the room'}")
-        return UNKNOWN
+        start = since if isinstance(since, tuple) else None
+        took = check_take(text, self._engine.inventory(), start, self._kinds)
+        if took is not None:
+            return took
+        went = check_go(text, self._engine.location(), self._kinds)
+        return UNKNOWN if went is None else went
 
     # -- queries -------------------------------------------------------------------------------
     def admissible_commands(self) -> list[str]:

@@ -9,6 +9,11 @@ Actions (the verb is case-insensitive):
   gold answer within 1e-6 (units, ``$`` and thousands separators are ignored: ``answer $1,200``
   is 1200); otherwise ``Incorrect answer.`` (not done: the agent may try again).
 
+Verification (:mod:`adapt.envs.verification`): the question is decided by the answers given --
+confirmed once a correct answer was submitted, refuted otherwise (a wrong answer, or none yet), so
+a task never ends ``succeeded`` with reward 0 because a wrong answer did not end the episode.
+Other (sub-)goals are ``unknown``.
+
 Tool calls are independent of each other, so the environment says ``concurrent_actions = True``
 and offers an async ``astep`` (what the PASS agent uses to run a batch of actions at once).
 """
@@ -25,6 +30,7 @@ from adapt.envs.base import BaseEnvironment, StepResult
 from adapt.envs.calculator.arithmetic import CalculationError, evaluate, format_number, normalize
 from adapt.envs.calculator.config import CalculatorConfig
 from adapt.envs.calculator.problems import PROBLEMS, Problem
+from adapt.envs.verification import UNKNOWN, Verification, same_goal
 from adapt.errors import UserError
 
 TOLERANCE = 1e-6
@@ -69,6 +75,9 @@ class Calculator(BaseEnvironment):
     def __init__(self) -> None:
         self._problem: Problem | None = None
         self._history: list[str] = []
+        #: the answers submitted since reset, as written, and whether one was correct
+        self._answers: list[str] = []
+        self._solved = False
 
     # -- episode -------------------------------------------------------------------------------
     def start(self, cfg: CalculatorConfig) -> str:
@@ -80,6 +89,8 @@ class Calculator(BaseEnvironment):
         else:
             self._problem = PROBLEMS[cfg.index or 0]
         self._history = []
+        self._answers = []
+        self._solved = False
         return self.task_observation(self._problem.question)
 
     def step(self, action: str) -> StepResult:
@@ -96,7 +107,9 @@ class Calculator(BaseEnvironment):
             return StepResult(value)
         if verb == "answer":
             given = parse_answer(argument)
+            self._answers.append(argument)
             if given is not None and abs(given - problem.answer) <= TOLERANCE:
+                self._solved = True
                 return StepResult(CORRECT, 1.0, True, {"success": True})
             if given is None:
                 return StepResult(f"{INCORRECT} (write a number, e.g. answer 42)")
@@ -125,6 +138,24 @@ class Calculator(BaseEnvironment):
 
     def is_failure(self, observation: str) -> bool:
         return observation.startswith(_FAILURES)
+
+    # -- verification (adapt.envs.verification) ------------------------------------------------
+    def verification_mark(self) -> object:
+        return None
+
+    def verify(self, goal: str, *, since: object | None = None) -> Verification:
+        """The question itself: confirmed when a correct answer was submitted, refuted when
+        none was (a wrong answer, or no answer yet: the reward comes only from a correct
+        one). Any other goal (a sub-goal such as ``compute 3 * 12``) is ``unknown``."""
+        problem = self._require_problem()
+        if not same_goal(goal, problem.question):
+            return UNKNOWN
+        if self._solved:
+            return Verification("confirmed", "a correct answer was submitted (reward 1)")
+        if not self._answers:
+            return Verification("refuted", "no answer was submitted")
+        return Verification("refuted", f"the answer submitted ({self._answers[-1][:40]}) "
+                                       "is not correct")
 
     def _require_problem(self) -> Problem:
         if self._problem is None:
