@@ -30,7 +30,7 @@ from adapt.settings import Settings
 from adapt.store import webhooks as store
 from adapt.store.models import utcnow
 from adapt.webhooks.signing import sign
-from adapt.webhooks.urls import WebhookPolicy, WebhookUrlRefused
+from adapt.webhooks.urls import WebhookPolicy, WebhookUrlRefused, pinned
 
 log = logging.getLogger(__name__)
 
@@ -75,6 +75,33 @@ class WebhookSink:
             self.wake()
 
 
+def new_client(timeout: float) -> httpx.AsyncClient:
+    """The sender's client: redirects are not followed (a redirect could point anywhere), and
+    no connection is kept for reuse: the pool knows a connection by its address, and a TLS
+    connection checked against one host name must not carry a request for another name that
+    resolves to the same address."""
+    return httpx.AsyncClient(timeout=timeout, follow_redirects=False,
+                             headers={"user-agent": USER_AGENT},
+                             limits=httpx.Limits(max_keepalive_connections=0))
+
+
+async def post_pinned(client: httpx.AsyncClient, url: str, addresses: list[str], body: bytes,
+                      headers: dict[str, str]) -> httpx.Response:
+    """POST ``body`` to ``url`` at one of ``addresses`` (the ones the policy checked; the name
+    is not resolved again): each in turn until one accepts the connection."""
+    for i, address in enumerate(addresses):
+        target = pinned(url, address)
+        extensions = ({"sni_hostname": target.server_name} if target.server_name else None)
+        try:
+            return await client.post(target.url, content=body,
+                                     headers={**headers, "host": target.host_header},
+                                     extensions=extensions)
+        except (httpx.ConnectError, httpx.ConnectTimeout):
+            if i == len(addresses) - 1:
+                raise
+    raise WebhookUrlRefused(f"webhook URL {url!r}: no address to send to")
+
+
 #: deliveries one process sends at once
 SEND_LIMIT = 20
 
@@ -103,8 +130,7 @@ class WebhookSender:
         so a receiver that hangs until the timeout holds one slot, not the others (due ones
         are claimed as soon as a slot is free)."""
         timeout = self.settings.webhook_timeout_seconds
-        self._client = httpx.AsyncClient(timeout=timeout, follow_redirects=False,
-                                         headers={"user-agent": USER_AGENT})
+        self._client = new_client(timeout)
         sending: set[asyncio.Task[None]] = set()
         try:
             while True:
@@ -165,9 +191,9 @@ class WebhookSender:
         status: int | None = None
         error: str | None = None
         try:
-            await asyncio.to_thread(self.policy.resolve_and_check, d.url)
+            addresses = await asyncio.to_thread(self.policy.resolve_and_check, d.url)
             headers = {"content-type": "application/json", **sign(d.secret, d.id, body)}
-            response = await self._client.post(d.url, content=body, headers=headers)
+            response = await post_pinned(self._client, d.url, addresses, body, headers)
             status = response.status_code
             if not 200 <= status < 300:
                 error = f"HTTP {status}"
