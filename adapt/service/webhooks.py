@@ -5,7 +5,8 @@ The sink writes in its own transaction, ahead of the database sink, and identifi
 by where it is in the engine's stream (``task.finished``: its ordinal; ``node.finished``: the
 node id). A resumed attempt replays the stream, so an event recorded before a crash maps to the
 row already there and one lost in the crash is recorded now: once per event, whatever happens.
-A ``task.finished`` delivery waits until the task's final state is stored.
+A ``task.finished`` delivery waits until the task's final state is stored, a ``node.finished``
+one until the node's is (``adapt.store.webhooks.claim_due``).
 
 Sending never touches the task: it runs on the worker's loop beside the tasks, with a timeout
 per request, and retries with exponential backoff until ``webhook_retry_seconds`` after the
@@ -26,6 +27,7 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine.events import Event, NodeUpdated, TaskFinished
+from adapt.engine.tree import FINAL_NODE_STATUSES
 from adapt.settings import Settings
 from adapt.store import webhooks as store
 from adapt.store.models import utcnow
@@ -34,7 +36,6 @@ from adapt.webhooks.urls import WebhookPolicy, WebhookUrlRefused, pinned
 
 log = logging.getLogger(__name__)
 
-FINAL_NODE_STATUSES = ("succeeded", "failed", "skipped", "cancelled")
 USER_AGENT = "adapt-webhooks/1"
 
 
