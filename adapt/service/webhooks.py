@@ -77,13 +77,15 @@ class WebhookSink:
 
 
 def new_client(timeout: float) -> httpx.AsyncClient:
-    """The sender's client: redirects are not followed (a redirect could point anywhere), and
-    no connection is kept for reuse: the pool knows a connection by its address, and a TLS
+    """The sender's client: redirects are not followed (a redirect could point anywhere); no
+    connection is kept for reuse (the pool knows a connection by its address, and a TLS
     connection checked against one host name must not carry a request for another name that
-    resolves to the same address."""
+    resolves to the same address); no proxy from the environment (a proxy would connect to
+    an address of its choosing), while ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` still apply."""
     return httpx.AsyncClient(timeout=timeout, follow_redirects=False,
                              headers={"user-agent": USER_AGENT},
-                             limits=httpx.Limits(max_keepalive_connections=0))
+                             limits=httpx.Limits(max_keepalive_connections=0),
+                             trust_env=False, verify=httpx.create_ssl_context(trust_env=True))
 
 
 async def post_pinned(client: httpx.AsyncClient, url: str, addresses: list[str], body: bytes,
