@@ -45,13 +45,17 @@ def export_otlp(
              "for Phoenix)")
     try:
         from adapt.telemetry.otlp import Pipeline, otlp_exporter
-    except ImportError:
+
+        exporter = otlp_exporter()
+    except ModuleNotFoundError as exc:  # only a missing OpenTelemetry package means no extra
+        if not (exc.name or "").startswith("opentelemetry"):
+            raise
         fail("trace export needs the 'otel' extra: pip install 'adapt[otel]'")
     settings = get_settings()
     capture = settings.otel_capture_content if content is None else content
     moment = _since(since) if since is not None else None
-    pipeline = Pipeline(otlp_exporter(), max_queue_size=max(settings.otel_max_queue_size,
-                                                             65_536))
+    # a full queue is waited for here (Pipeline.send), never dropped: every span is sent
+    pipeline = Pipeline(exporter, max_queue_size=settings.otel_max_queue_size)
 
     async def run() -> tuple[int, int, list[str]]:
         from adapt.store import traces
@@ -63,7 +67,7 @@ def export_otlp(
             sessions = session_factory(engine)
             ids = [task_id] if task_id is not None else await traces.finished_since(
                 sessions, moment or datetime.now(UTC))
-            return await export_tasks(sessions, ids, pipeline.export, content=capture)
+            return await export_tasks(sessions, ids, pipeline.send, content=capture)
         finally:
             await engine.dispose()
 

@@ -53,6 +53,23 @@ class TaskFinished(BaseModel):
     result: TaskResult
 
 
+class LLMCallFailed(BaseModel):
+    """An LLM call the provider failed for good (after its retries): no answer, so no
+    ``llm_call``. Not part of the event stream (nothing is stored for it, and a resumed run must
+    replay the stream as it was): a sink that wants it (trace spans) has a ``call_failed``
+    method, which :func:`call_failed` calls."""
+
+    node_id: int | None
+    role: str
+    #: the model asked for
+    model: str
+    chat: bool = False
+    #: ``{error class}: {message}``
+    error: str
+    latency_s: float = 0.0
+    retries: int = 0
+
+
 Event = Annotated[
     NodeCreated | NodeUpdated | StepAppended | LLMCallMade | TaskFinished,
     Field(discriminator="type"),
@@ -110,6 +127,13 @@ async def flush(sink: TreeSink, *, soon: bool = False) -> None:
         await method()
 
 
+async def call_failed(sink: TreeSink, failure: LLMCallFailed) -> None:
+    """Tell ``sink`` (if it has a ``call_failed`` method) that a call failed for good."""
+    method = getattr(sink, "call_failed", None)
+    if method is not None:
+        await method(failure)
+
+
 class NullSink:
     async def emit(self, event: Event) -> None:
         return None
@@ -132,6 +156,10 @@ class FanoutSink:
     async def flush_soon(self) -> None:
         for sink in self.sinks:
             await flush(sink, soon=True)
+
+    async def call_failed(self, failure: LLMCallFailed) -> None:
+        for sink in self.sinks:
+            await call_failed(sink, failure)
 
 
 class MemorySink:

@@ -15,18 +15,20 @@ from pydantic import BaseModel
 from adapt.engine.budget import BudgetTracker
 from adapt.engine.config import RunConfig
 from adapt.engine.events import (
+    LLMCallFailed,
     LLMCallMade,
     NodeCreated,
     NodeUpdated,
     NullSink,
     StepAppended,
     TreeSink,
+    call_failed,
     flush,
 )
 from adapt.engine.tree import LLMCall, MonitorTotals, Node, Step, UsageTotals
 from adapt.engine.verification import Watch
 from adapt.envs.base import Environment
-from adapt.errors import BudgetError, CancelledByUser
+from adapt.errors import BudgetError, CancelledByUser, ProviderError
 from adapt.llm.base import (
     ChatModel,
     ChatRequest,
@@ -150,11 +152,19 @@ class Run:
         if self.config.seed is not None and request.seed is None:
             request = request.model_copy(update={"seed": self.config.seed})
         remaining = self.budget.remaining_seconds()
+        started = time.perf_counter()
         try:
             response = await asyncio.wait_for(model.complete(request), timeout=remaining)
         except TimeoutError:
             deadline = self.config.budget.deadline_seconds or 0.0
             raise BudgetError("deadline_seconds", deadline, self.budget.elapsed()) from None
+        except ProviderError as exc:  # failed for good: observers (trace spans) hear of it
+            await call_failed(self.sink, LLMCallFailed(
+                node_id=node.id, role=request.role, model=model.name,
+                chat=bool(request.messages), error=f"{type(exc).__name__}: {exc}",
+                latency_s=time.perf_counter() - started,
+                retries=int(getattr(exc, "retries", 0) or 0)))
+            raise
         cost = self.price(response.model or model.name, response.usage, model.simulated)
         monitor = annotate(response) if annotate is not None else None
         if monitor is not None:
@@ -165,6 +175,7 @@ class Run:
             node_id=node.id,
             role=request.role,
             model=response.model or model.name,
+            request_model=model.name,
             simulated=model.simulated or response.simulated,
             prompt=request.prompt,
             messages=[m.model_dump() for m in request.messages] if request.messages else None,
@@ -206,7 +217,8 @@ class Run:
         response = ChatResponse(text="", usage=usage, latency_s=latency, model=name,
                                 simulated=simulated, logprobs=logprobs)
         await self._record(LLMCall(
-            id=call_id, node_id=node.id, role="scorer", model=name, simulated=simulated,
+            id=call_id, node_id=node.id, role="scorer", model=name, request_model=name,
+            simulated=simulated,
             prompt=prompt + continuation, completion="", prompt_tokens=usage.prompt_tokens,
             completion_tokens=usage.completion_tokens, usage_estimated=True,
             latency_s=latency, cost_usd=self.price(name, usage, simulated)), node,

@@ -21,6 +21,8 @@ FinalStatus = Literal["succeeded", "failed", "cancelled", "budget_exceeded", "er
 #: a stored task's lifecycle: queued, running (a worker holds its lease), then final
 TaskStatus = Literal["queued", "running", FinalStatus]
 NODE_STATUSES: tuple[str, ...] = get_args(NodeStatus)
+#: a node's statuses once it has ended
+FINAL_NODE_STATUSES: frozenset[str] = frozenset(NODE_STATUSES) - {"pending", "running"}
 FINAL_STATUSES: tuple[str, ...] = get_args(FinalStatus)
 TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
 StepKind = Literal["thought", "action"]
@@ -145,6 +147,9 @@ class LLMCall(BaseModel):
     cost_usd: float | None = None
     monitor: dict[str, Any] | None = None  # the decoding monitor's record for this call
     retries: int = 0  # transient provider errors retried before the answer
+    #: the model asked for (``model`` is the one the response names); None: calls stored
+    #: before it was recorded
+    request_model: str | None = None
 
 
 class TaskResult(BaseModel):

@@ -5,7 +5,8 @@ The sink writes in its own transaction, ahead of the database sink, and identifi
 by where it is in the engine's stream (``task.finished``: its ordinal; ``node.finished``: the
 node id). A resumed attempt replays the stream, so an event recorded before a crash maps to the
 row already there and one lost in the crash is recorded now: once per event, whatever happens.
-A ``task.finished`` delivery waits until the task's final state is stored.
+A ``task.finished`` delivery waits until the task's final state is stored, a ``node.finished``
+one until the node's is (``adapt.store.webhooks.claim_due``).
 
 Sending never touches the task: it runs on the worker's loop beside the tasks, with a timeout
 per request, and retries with exponential backoff until ``webhook_retry_seconds`` after the
@@ -26,15 +27,15 @@ import httpx
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine.events import Event, NodeUpdated, TaskFinished
+from adapt.engine.tree import FINAL_NODE_STATUSES
 from adapt.settings import Settings
 from adapt.store import webhooks as store
 from adapt.store.models import utcnow
 from adapt.webhooks.signing import sign
-from adapt.webhooks.urls import WebhookPolicy, WebhookUrlRefused
+from adapt.webhooks.urls import WebhookPolicy, WebhookUrlRefused, pinned
 
 log = logging.getLogger(__name__)
 
-FINAL_NODE_STATUSES = ("succeeded", "failed", "skipped", "cancelled")
 USER_AGENT = "adapt-webhooks/1"
 
 
@@ -75,6 +76,35 @@ class WebhookSink:
             self.wake()
 
 
+def new_client(timeout: float) -> httpx.AsyncClient:
+    """The sender's client: redirects are not followed (a redirect could point anywhere); no
+    connection is kept for reuse (the pool knows a connection by its address, and a TLS
+    connection checked against one host name must not carry a request for another name that
+    resolves to the same address); no proxy from the environment (a proxy would connect to
+    an address of its choosing), while ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` still apply."""
+    return httpx.AsyncClient(timeout=timeout, follow_redirects=False,
+                             headers={"user-agent": USER_AGENT},
+                             limits=httpx.Limits(max_keepalive_connections=0),
+                             trust_env=False, verify=httpx.create_ssl_context(trust_env=True))
+
+
+async def post_pinned(client: httpx.AsyncClient, url: str, addresses: list[str], body: bytes,
+                      headers: dict[str, str]) -> httpx.Response:
+    """POST ``body`` to ``url`` at one of ``addresses`` (the ones the policy checked; the name
+    is not resolved again): each in turn until one accepts the connection."""
+    for i, address in enumerate(addresses):
+        target = pinned(url, address)
+        extensions = ({"sni_hostname": target.server_name} if target.server_name else None)
+        try:
+            return await client.post(target.url, content=body,
+                                     headers={**headers, "host": target.host_header},
+                                     extensions=extensions)
+        except (httpx.ConnectError, httpx.ConnectTimeout):
+            if i == len(addresses) - 1:
+                raise
+    raise WebhookUrlRefused(f"webhook URL {url!r}: no address to send to")
+
+
 #: deliveries one process sends at once
 SEND_LIMIT = 20
 
@@ -103,8 +133,7 @@ class WebhookSender:
         so a receiver that hangs until the timeout holds one slot, not the others (due ones
         are claimed as soon as a slot is free)."""
         timeout = self.settings.webhook_timeout_seconds
-        self._client = httpx.AsyncClient(timeout=timeout, follow_redirects=False,
-                                         headers={"user-agent": USER_AGENT})
+        self._client = new_client(timeout)
         sending: set[asyncio.Task[None]] = set()
         try:
             while True:
@@ -165,9 +194,9 @@ class WebhookSender:
         status: int | None = None
         error: str | None = None
         try:
-            await asyncio.to_thread(self.policy.resolve_and_check, d.url)
+            addresses = await asyncio.to_thread(self.policy.resolve_and_check, d.url)
             headers = {"content-type": "application/json", **sign(d.secret, d.id, body)}
-            response = await self._client.post(d.url, content=body, headers=headers)
+            response = await post_pinned(self._client, d.url, addresses, body, headers)
             status = response.status_code
             if not 200 <= status < 300:
                 error = f"HTTP {status}"

@@ -66,7 +66,7 @@ _CALL_COLS = {
     "prompt_ref": "text", "chat": "bool", "stop": "jsonb", "request_fingerprint": "text", "response": "jsonb",
     "completion": "text", "prompt_tokens": "int", "completion_tokens": "int",
     "usage_estimated": "bool", "latency_s": "float8", "cost_usd": "float8", "monitor": "jsonb",
-    "retries": "int",
+    "retries": "int", "request_model": "text",
 }
 _FINAL_COLS = {"status": "text", "success": "bool", "reward": "float8", "result": "jsonb",
                "error": "text", "max_depth": "int", "resolved_goal": "text"}

@@ -36,7 +36,7 @@ NODE_EVENTS = ("node.created", "node.updated")
 #: the columns of ``llm_calls`` an ``llm_call`` event shows (``LLMCall`` without its prompt)
 _CALL_FIELDS = ("id", "node_id", "role", "model", "simulated", "stop", "completion",
                 "prompt_tokens", "completion_tokens", "usage_estimated", "latency_s",
-                "cost_usd", "monitor", "retries")
+                "cost_usd", "monitor", "retries", "request_model")
 _STEP_FIELDS = ("kind", "node_id", "index", "raw", "text", "observation", "reward", "done",
                 "error", "extra")
 

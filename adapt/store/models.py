@@ -202,6 +202,8 @@ class LLMCallRow(Base):
     node_id: Mapped[int | None] = mapped_column(Integer)
     role: Mapped[str] = mapped_column(String(32))
     model: Mapped[str] = mapped_column(Text)
+    #: the model asked for (``model``: the one the response named); None before 0012
+    request_model: Mapped[str | None] = mapped_column(Text)
     simulated: Mapped[bool] = mapped_column(Boolean, default=False)
     #: the prompt, inline: rows written before prompts were stored as blocks (0010) only
     prompt: Mapped[str | None] = mapped_column(Text)

@@ -121,7 +121,8 @@ class DbSink:
                         else {"text": call.completion})
             b.calls.append({
                 "id": call.id, "node_id": call.node_id, "role": call.role,
-                "model": call.model, "simulated": call.simulated, "prompt_ref": ref,
+                "model": call.model, "request_model": call.request_model,
+                "simulated": call.simulated, "prompt_ref": ref,
                 "chat": bool(call.messages),
                 "stop": call.stop, "request_fingerprint": event.request_fingerprint,
                 "response": response_extra(response, data), "completion": call.completion,

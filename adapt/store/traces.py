@@ -143,19 +143,21 @@ def _le(column: Any, bounds: Sequence[float]) -> list[Any]:
 
 async def genai_histograms(session: AsyncSession) -> list[GenAIHistograms]:
     """Every recorded call (all tenants), grouped by operation (``chat`` when the call sent
-    chat messages, else ``text_completion``) and model: one statement."""
+    chat messages, else ``text_completion``) and requested model: one statement."""
     operation = case((LLMCallRow.chat.is_(True), "chat"), else_="text_completion")
+    # the model asked for (gen_ai.request.model); rows from before 0012 know the response's only
+    model = func.coalesce(LLMCallRow.request_model, LLMCallRow.model)
     latency = cast(LLMCallRow.latency_s, Float)
     n_tok, n_dur = len(TOKEN_BUCKETS), len(DURATION_BUCKETS)
     rows = (await session.execute(
-        select(operation, LLMCallRow.model, func.count(),
+        select(operation, model, func.count(),
                func.coalesce(func.sum(LLMCallRow.prompt_tokens), 0),
                func.coalesce(func.sum(LLMCallRow.completion_tokens), 0),
                func.coalesce(func.sum(latency), 0.0),
                *_le(LLMCallRow.prompt_tokens, TOKEN_BUCKETS),
                *_le(LLMCallRow.completion_tokens, TOKEN_BUCKETS),
                *_le(latency, DURATION_BUCKETS))
-        .group_by(operation, LLMCallRow.model))).all()
+        .group_by(operation, model))).all()
     out: list[GenAIHistograms] = []
     for row in rows:
         counts = [int(v) for v in row[6:]]

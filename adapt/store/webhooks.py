@@ -11,12 +11,14 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import or_, select, update
+from sqlalchemy import Integer, cast, exists, func, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from adapt.engine.tree import FINAL_NODE_STATUSES
 from adapt.store.models import (
     FINAL_STATUSES,
+    NodeRow,
     Task,
     WebhookDelivery,
     WebhookEndpoint,
@@ -161,8 +163,15 @@ class Claimed:
 async def claim_due(sessions: async_sessionmaker[AsyncSession], owner: str, *, limit: int,
                     hold_seconds: float) -> list[Claimed]:
     """Take up to ``limit`` deliveries that are due and held by no one (a ``task.finished``
-    is due only once its task's final state is stored)."""
+    is due only once its task's final state is stored; a ``node.finished`` once its node's
+    final state is, or the task is over: the sink records it as the engine emits it, before the
+    database sink has written the node, and a receiver that calls back must see it ended)."""
     now = utcnow()
+    node_stored = exists().where(
+        NodeRow.task_id == WebhookDelivery.task_id,
+        # event_key is "node:{id}"
+        NodeRow.id == cast(func.substr(WebhookDelivery.event_key, len("node:") + 1), Integer),
+        NodeRow.status.in_(sorted(FINAL_NODE_STATUSES)))
     async with sessions.begin() as session:
         candidates = (await session.execute(
             select(WebhookDelivery.id)
@@ -171,7 +180,9 @@ async def claim_due(sessions: async_sessionmaker[AsyncSession], owner: str, *, l
                    or_(WebhookDelivery.locked_until.is_(None),
                        WebhookDelivery.locked_until < now),
                    or_(WebhookDelivery.event_type != "task.finished",
-                       Task.status.in_(FINAL_STATUSES)))
+                       Task.status.in_(FINAL_STATUSES)),
+                   or_(WebhookDelivery.event_type != "node.finished",
+                       Task.status.in_(FINAL_STATUSES), node_stored))
             .order_by(WebhookDelivery.next_attempt_at).limit(limit)
         )).scalars().all()
         claimed: list[Claimed] = []

@@ -94,6 +94,29 @@ class Pipeline:
                 self.accepted += 1
             self.processor.on_end(to_readable(record, self.resource))
 
+    def send(self, spans: Sequence[SpanRecord], *, timeout_s: float = 60.0) -> None:
+        """Queue ``spans`` for export, waiting while the queue is full (it is flushed, in this
+        thread): for ``adapt export otlp``, where nothing else waits on the caller, so a long
+        history reaches a slow backend whole, at the backend's pace. Only spans the endpoint
+        refused (or a pipeline already shut down) count as dropped."""
+        for record in spans:
+            if self._wait_for_room(timeout_s):
+                self.processor.on_end(to_readable(record, self.resource))
+
+    def _wait_for_room(self, timeout_s: float) -> bool:
+        """Take a place in the queue, flushing it while it is full (False: the pipeline is shut
+        down; the span is counted as dropped)."""
+        while True:
+            with self._lock:
+                done = self.exporter.exported + self.exporter.failed
+                if self.accepted - done < self.max_queue_size:
+                    self.accepted += 1
+                    return True
+            if not self.processor.force_flush(int(timeout_s * 1000)):
+                with self._lock:
+                    self.queue_full += 1
+                return False
+
     def take_dropped(self) -> int:
         """Drops since the last call (for the shared counter in the database)."""
         with self._lock:

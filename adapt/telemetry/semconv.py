@@ -11,6 +11,7 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+from adapt.engine.events import LLMCallFailed
 from adapt.engine.tree import LLMCall, Node, Step, TaskResult
 from adapt.llm.base import ChatResponse
 
@@ -157,8 +158,35 @@ def operation(call: LLMCall) -> str:
     return "chat" if call.messages else "text_completion"
 
 
-def call_spec(call: LLMCall, task: TaskInfo) -> str:
+def request_model(call: LLMCall) -> str:
+    """The model the call asked for (calls stored before it was recorded: the response's)."""
+    return call.request_model or call.model
+
+
+def call_spec(call: LLMCall | LLMCallFailed, task: TaskInfo) -> str:
     return task.planner_model if call.role == "planner" else task.executor_model
+
+
+def failed_operation(failure: LLMCallFailed) -> str:
+    return "chat" if failure.chat else "text_completion"
+
+
+def llm_failed(failure: LLMCallFailed, task: TaskInfo, error_type: str) -> Attributes:
+    """A call the provider failed for good: the client span's attributes, no response."""
+    spec = call_spec(failure, task)
+    return _clean({
+        "gen_ai.operation.name": failed_operation(failure),
+        "gen_ai.provider.name": provider(spec),
+        "gen_ai.request.model": failure.model,
+        "gen_ai.conversation.id": task.task_id,
+        "error.type": error_type,
+        "openinference.span.kind": LLM,
+        "llm.model_name": failure.model,
+        "llm.provider": provider(spec),
+        "adapt.llm.role": failure.role,
+        "adapt.llm.retries": failure.retries,
+        "adapt.node.id": failure.node_id,
+    })
 
 
 def llm(call: LLMCall, response: ChatResponse | None, task: TaskInfo, *,
@@ -171,7 +199,7 @@ def llm(call: LLMCall, response: ChatResponse | None, task: TaskInfo, *,
     attrs = _clean({
         "gen_ai.operation.name": operation(call),
         "gen_ai.provider.name": provider(spec),
-        "gen_ai.request.model": call.model,
+        "gen_ai.request.model": request_model(call),
         "gen_ai.response.model": (response.model if response is not None and response.model
                                   else call.model),
         "gen_ai.conversation.id": task.task_id,

@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from adapt.engine.events import Event, LLMCallMade, TaskFinished
+from adapt.engine.events import Event, LLMCallFailed, LLMCallMade, TaskFinished
 from adapt.telemetry.spans import SpanRecord, TraceBuilder
 
 log = logging.getLogger(__name__)
@@ -69,6 +69,16 @@ class OtelSink:
             self.pending.extend(self.builder.feed(event, self.clock()))
             if isinstance(event, LLMCallMade | TaskFinished):  # the DbSink wrote it at once
                 self._release()
+        except Exception:
+            self._break()
+
+    async def call_failed(self, failure: LLMCallFailed) -> None:
+        """A call the provider failed for good: its span goes with the events that follow
+        (the nodes it ended, or the service's end of the task)."""
+        if self.broken or self.ordinal < self.skip:
+            return
+        try:
+            self.pending.extend(self.builder.failed_call(failure, self.clock()))
         except Exception:
             self._break()
 

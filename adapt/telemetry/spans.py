@@ -21,22 +21,24 @@ time the event log recorded).
 from __future__ import annotations
 
 import hashlib
+import secrets
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from adapt.engine.events import (
     Event,
+    LLMCallFailed,
     LLMCallMade,
     NodeCreated,
     NodeUpdated,
     StepAppended,
     TaskFinished,
 )
-from adapt.engine.tree import Node
+from adapt.engine.tree import FINAL_NODE_STATUSES, Node
 from adapt.telemetry import semconv
 from adapt.telemetry.semconv import Attributes, TaskInfo
 
-FINAL_NODE = frozenset({"succeeded", "failed", "skipped", "cancelled"})
+FINAL_NODE = FINAL_NODE_STATUSES
 
 
 @dataclass
@@ -96,6 +98,8 @@ class TraceBuilder:
         self.plans: dict[int, _Open] = {}
         #: ids of the spans emitted (by this builder, or marked as sent by an earlier attempt)
         self.emitted: set[int] = set()
+        #: the highest call id seen (a call that fails for good would have had the next one)
+        self.last_call = 0
         self.finished = False
 
     # -- ids ---------------------------------------------------------------------------------
@@ -200,24 +204,55 @@ class TraceBuilder:
             start_ns=plan.start_ns, end_ns=max(plan.start_ns, at_ns),
             attributes={**semconv.plan(node, self.task), **_error_type(error)}, error=error))
 
+    def _call_parent(self, node_id: int | None, role: str, key: str, start: int) -> int:
+        """A call's parent: its node's span, or for a planner call the node's plan span
+        (opened by the plan's first call)."""
+        parent = self.node_span(node_id)
+        if role == "planner" and node_id is not None:
+            plan = self.plans.get(node_id)
+            if plan is None:
+                plan = self.plans[node_id] = _Open(key=f"plan:{node_id}:{key}", name="plan",
+                                                   parent=parent, start_ns=start)
+            parent = span_id(self.task.task_id, plan.key)
+        return parent
+
     def _call(self, event: LLMCallMade, at_ns: int, out: list[SpanRecord]) -> None:
         call = event.call
+        self.last_call = max(self.last_call, call.id)
         start = at_ns - max(0, int(call.latency_s * 1e9))
-        parent = self.node_span(call.node_id)
-        if call.role == "planner" and call.node_id is not None:
-            plan = self.plans.get(call.node_id)
-            if plan is None:
-                plan = self.plans[call.node_id] = _Open(
-                    key=f"plan:{call.node_id}:{call.id}", name="plan", parent=parent,
-                    start_ns=start)
-            parent = span_id(self.task.task_id, plan.key)
+        parent = self._call_parent(call.node_id, call.role, str(call.id), start)
         if call.node_id is not None:
             self.node_seen[call.node_id] = at_ns
         out.extend(self._emit(SpanRecord(
-            name=f"{semconv.operation(call)} {call.model}", trace_id=self.trace_id,
+            name=f"{semconv.operation(call)} {semconv.request_model(call)}",
+            trace_id=self.trace_id,
             span_id=span_id(self.task.task_id, f"call:{call.id}"), parent_id=parent,
             start_ns=start, end_ns=at_ns, kind="client",
             attributes=semconv.llm(call, event.response, self.task, content=self.content))))
+
+    def failed_call(self, failure: LLMCallFailed, at_ns: int) -> list[SpanRecord]:
+        """The client span of a call the provider failed for good: ERROR, with ``error.type``.
+        Such a call is not in the event stream, so no later attempt replays it: each failure
+        is its own span, with an id of its own (a resumed attempt that makes the call again
+        sends that call's span beside it). It hangs under the node's open plan span if there
+        is one, else under the node's span (it opens no plan: the call that opens it is the
+        one a resumed attempt makes)."""
+        if self.started_ns is None:
+            self.started_ns = at_ns
+        start = at_ns - max(0, int(failure.latency_s * 1e9))
+        plan = self.plans.get(failure.node_id) if failure.node_id is not None else None
+        parent = (span_id(self.task.task_id, plan.key)
+                  if plan is not None and failure.role == "planner"
+                  else self.node_span(failure.node_id))
+        if failure.node_id is not None:
+            self.node_seen[failure.node_id] = at_ns
+        error_type = _error_type(failure.error).get("error.type", "_OTHER")
+        key = f"call:{self.last_call + 1}:failed:{secrets.token_hex(8)}"
+        return self._emit(SpanRecord(
+            name=f"{semconv.failed_operation(failure)} {failure.model}", trace_id=self.trace_id,
+            span_id=span_id(self.task.task_id, key), parent_id=parent,
+            start_ns=start, end_ns=at_ns, kind="client",
+            attributes=semconv.llm_failed(failure, self.task, error_type), error=failure.error))
 
     def _close_all(self, at_ns: int, error: str | None) -> list[SpanRecord]:
         """End every open plan and node span (deepest first)."""

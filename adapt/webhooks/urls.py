@@ -7,6 +7,12 @@ operator lists them in ``ADAPT_WEBHOOK_ALLOWED_NETWORKS`` (CIDRs such as ``127.0
 host names). The check runs twice: on the URL when it is registered (IP literals and
 ``localhost``), and on every address the host name resolves to just before each delivery, so a
 public-looking name that resolves into the server's network is refused as well.
+
+The name is resolved once per attempt: the request then goes to one of the addresses that were
+checked (:func:`pinned`: the address in the URL, the name in the ``Host`` header and, for https,
+in TLS's server name and certificate check), never to whatever a second lookup would answer, so
+a name whose DNS answer changes between the check and the send (DNS rebinding) cannot reach a
+refused address.
 """
 
 from __future__ import annotations
@@ -95,8 +101,9 @@ class WebhookPolicy:
             if not self._address_allowed(ipaddress.ip_address(a.split("%")[0])):
                 raise self._refusal(url, f"resolves to {a}, which is not a public address")
 
-    def resolve_and_check(self, url: str) -> None:
-        """Resolve ``url``'s host (blocking: call from a thread) and check every address."""
+    def resolve_and_check(self, url: str) -> list[str]:
+        """Resolve ``url``'s host (blocking: call from a thread), check every address and
+        return them (in the resolver's order, each once): send to these, see :func:`pinned`."""
         self.check_url(url)
         parts = urlsplit(url)
         host = parts.hostname or ""
@@ -105,4 +112,36 @@ class WebhookPolicy:
                                        type=socket.SOCK_STREAM)
         except socket.gaierror as exc:
             raise WebhookUrlRefused(f"webhook URL {url!r}: host not found ({exc})") from None
-        self.check_addresses(url, [str(i[4][0]) for i in infos])
+        addresses = list(dict.fromkeys(str(i[4][0]) for i in infos))
+        if not addresses:
+            raise WebhookUrlRefused(f"webhook URL {url!r}: host not found (no address)")
+        self.check_addresses(url, addresses)
+        return addresses
+
+
+@dataclass(frozen=True)
+class Pinned:
+    """A request to ``url``'s host sent to one checked address."""
+
+    #: the URL with the address in place of the host name
+    url: str
+    #: the ``Host`` header: the original host (and port, when the URL has one)
+    host_header: str
+    #: the name TLS sends (SNI) and checks the certificate against (https only)
+    server_name: str | None
+
+
+def pinned(url: str, address: str) -> Pinned:
+    """``url`` sent to ``address`` (one that :meth:`WebhookPolicy.resolve_and_check` returned):
+    the connection goes to that address and no other, with the original name in the ``Host``
+    header and, for https, as TLS's server name, so the certificate is checked against the
+    name and not the address."""
+    parts = urlsplit(url.strip())
+    host = parts.hostname or ""
+    ip = ipaddress.ip_address(address.split("%")[0])
+    literal = f"[{ip}]" if ip.version == 6 else str(ip)
+    netloc = literal if parts.port is None else f"{literal}:{parts.port}"
+    shown = f"[{host}]" if ":" in host else host
+    host_header = shown if parts.port is None else f"{shown}:{parts.port}"
+    return Pinned(url=parts._replace(netloc=netloc).geturl(), host_header=host_header,
+                  server_name=host if parts.scheme == "https" else None)

@@ -37,7 +37,8 @@ def receiver(tmp_path: Path) -> Iterator[Callable[..., Receiver]]:
                                  *args], cwd=ROOT, stdout=subprocess.PIPE, text=True)
         assert proc.stdout is not None
         port = int(proc.stdout.readline())
-        r = Receiver(f"http://127.0.0.1:{port}/hooks", log, proc)
+        host = args[args.index("--host") + 1] if "--host" in args else "127.0.0.1"
+        r = Receiver(f"http://{host}:{port}/hooks", log, proc)
         started.append(r)
         return r
 

@@ -1,9 +1,9 @@
 """A webhook receiver, run as its own process by the tests: answers POSTs and appends each
 request (headers, body) as one JSON line to a file.
 
-    python -m tests.webhooks.receiver LOG [--fail-first N] [--hang SECONDS]
+    python -m tests.webhooks.receiver LOG [--fail-first N] [--hang SECONDS] [--host H] [--port P]
 
-Prints its port on the first line of stdout once it listens on 127.0.0.1.
+Prints its port on the first line of stdout once it listens (on 127.0.0.1 unless --host).
 """
 
 from __future__ import annotations
@@ -22,6 +22,8 @@ def main() -> None:
     parser.add_argument("log")
     parser.add_argument("--fail-first", type=int, default=0)
     parser.add_argument("--hang", type=float, default=0.0)
+    parser.add_argument("--host", default="127.0.0.1")
+    parser.add_argument("--port", type=int, default=0)
     args = parser.parse_args()
     lock = threading.Lock()
     seen = [0]
@@ -47,7 +49,7 @@ def main() -> None:
         def log_message(self, format: str, *a: object) -> None:
             return
 
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    server = ThreadingHTTPServer((args.host, args.port), Handler)
     server.daemon_threads = True
     print(server.server_address[1], flush=True)
     with contextlib.suppress(KeyboardInterrupt):

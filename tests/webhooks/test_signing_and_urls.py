@@ -68,3 +68,14 @@ def test_a_name_that_resolves_to_a_private_address_is_refused_before_sending() -
     WebhookPolicy(("10.0.0.0/8",)).check_addresses("https://in.example/x", ["10.0.0.5"])
     with pytest.raises(WebhookUrlRefused, match=r"resolves to 127\.0\.0\.1"):
         WebhookPolicy().check_addresses("http://a.example/", ["127.0.0.1"])
+
+
+def test_a_pinned_request_goes_to_the_checked_address_under_the_original_name() -> None:
+    from adapt.webhooks.urls import pinned
+
+    p = pinned("https://Hooks.Example.com/adapt?x=1", "93.184.216.34")
+    assert p.url == "https://93.184.216.34/adapt?x=1"
+    assert p.host_header == "hooks.example.com" and p.server_name == "hooks.example.com"
+    p = pinned("http://hooks.example.com:8080/a", "2606:2800:220:1::1")
+    assert p.url == "http://[2606:2800:220:1::1]:8080/a"
+    assert p.host_header == "hooks.example.com:8080" and p.server_name is None

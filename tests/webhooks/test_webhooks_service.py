@@ -253,3 +253,47 @@ async def test_a_task_cancelled_while_queued_or_ended_outside_the_run_is_reporte
     received = {r["headers"]["webhook-id"]: r for r in rcv.requests()}
     assert set(received) == {cancelled.id, errored.id}
     check_signed([received[cancelled.id]], secret)
+
+
+async def test_a_node_finished_delivery_waits_until_the_node_is_stored_ended(
+        database_url: str) -> None:
+    """The sink records ``node.finished`` as the engine emits it, before the database sink has
+    written the node: it is not sent until the node's final state is stored (a receiver that
+    calls back sees the node ended), or the task is over."""
+    from adapt.engine.events import NodeUpdated
+    from adapt.engine.tree import Node
+    from adapt.service.webhooks import WebhookSink
+
+    ctx = make_ctx(database_url, "w1")
+    try:
+        task_id = await insert_task(ctx.sessions, config={"seed": 11})
+        await add_webhook(ctx.sessions, task_id, "https://hooks.example.com/x",
+                          ["node.finished"])
+        async with ctx.sessions.begin() as session:
+            for node_id in (1, 2):
+                session.add(NodeRow(task_id=task_id, id=node_id, position=0, depth=1,
+                                    kind="task", goal="g", status="running", steps_count=0,
+                                    usage={}, updated_at=utcnow()))
+        sink = WebhookSink(ctx.sessions, task_id,
+                           await store.targets(ctx.sessions, task_id, "default"))
+        await sink.emit(NodeUpdated(node=Node(id=1, goal="g", status="succeeded")))
+
+        async def claim() -> list[store.Claimed]:
+            return await store.claim_due(ctx.sessions, "w1", limit=10, hold_seconds=30)
+
+        assert await claim() == [], "sent while the stored node is still running"
+        async with ctx.sessions.begin() as session:
+            await session.execute(update(NodeRow).where(
+                NodeRow.task_id == task_id, NodeRow.id == 1).values(status="succeeded"))
+        [claimed] = await claim()
+        assert claimed.body["data"]["node"]["id"] == 1
+
+        await sink.emit(NodeUpdated(node=Node(id=2, goal="g", status="failed")))
+        assert await claim() == []
+        async with ctx.sessions.begin() as session:  # the task ended without storing node 2
+            await session.execute(update(Task).where(Task.id == task_id).values(
+                status="error", finished_at=utcnow()))
+        [claimed] = await claim()
+        assert claimed.body["data"]["node"]["id"] == 2
+    finally:
+        await ctx.aclose()
