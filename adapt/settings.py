@@ -204,8 +204,8 @@ class Settings(BaseSettings):
         "Off: spans carry goals, models, token counts and outcomes only.")
     otel_max_queue_size: int = Field(
         default=2048, ge=1, description="Trace export: spans one process holds for export at "
-        "most; past it spans are dropped (counted in /metrics as adapt_otel_spans_dropped), "
-        "never waited for.")
+        "most; past it a running task's spans are dropped (counted in /metrics as "
+        "adapt_otel_spans_dropped), never waited for; `adapt export otlp` waits instead.")
 
     sse_poll_seconds: float = Field(default=0.2, gt=0,
                                     description="How often an SSE stream looks for new events.")
