@@ -14,7 +14,9 @@ followed by ``"> "``, where the model writes its next line.
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import inspect
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from importlib import resources
@@ -131,6 +133,40 @@ class AsyncStepping(Protocol):
     """Actions that can be awaited; a batch of them runs concurrently (the spec executor)."""
 
     async def astep(self, action: str) -> StepResult: ...
+
+
+@runtime_checkable
+class BlockingSteps(Protocol):
+    """``blocking_steps = True``: ``step`` and starting an episode may block for seconds (a
+    subprocess, a sandbox); the engine then runs them in a worker thread (``step_async``,
+    ``start_episode_async``), one at a time, so the event loop (other tasks, a worker's lease
+    heartbeat) keeps running meanwhile."""
+
+    blocking_steps: ClassVar[bool]
+
+
+def blocks(env: object) -> bool:
+    """Whether ``env`` declares that its steps block (see :class:`BlockingSteps`)."""
+    return isinstance(env, BlockingSteps) and env.blocking_steps is True
+
+
+async def step_async(env: Environment, action: str) -> StepResult:
+    """One action, as the engine takes it: ``await env.astep(action)`` when the environment has
+    an async ``astep``; ``env.step`` in a worker thread when its steps block; else
+    ``env.step``."""
+    if isinstance(env, AsyncStepping) and inspect.iscoroutinefunction(env.astep):
+        return await env.astep(action)
+    if blocks(env):
+        return await asyncio.to_thread(env.step, action)
+    return env.step(action)
+
+
+async def start_episode_async(env: Environment, config: BaseModel | Mapping[str, Any]) -> str:
+    """``start_episode`` as the engine calls it: in a worker thread when the environment's
+    steps block (starting may prepare what it needs, e.g. a file system)."""
+    if blocks(env):
+        return await asyncio.to_thread(start_episode, env, config)
+    return start_episode(env, config)
 
 
 @runtime_checkable

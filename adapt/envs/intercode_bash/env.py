@@ -115,6 +115,9 @@ class InterCodeBash(BaseEnvironment):
     final_action: ClassVar[str | None] = "submit"
     #: the reward that counts as solved (InterCode: 1.0), for baselines that judge trials by it
     success_reward: ClassVar[float | None] = 1.0
+    #: a command (and the gold command at ``submit``) runs for up to the time limit: the engine
+    #: runs steps and episode starts in a worker thread, so its event loop keeps running
+    blocking_steps: ClassVar[bool] = True
 
     def __init__(
         self,

@@ -34,6 +34,7 @@ from adapt.engine.executors.stateflow.loader import machine_for_env
 from adapt.engine.executors.stateflow.models import Machine, State, Transition
 from adapt.engine.runtime import Run
 from adapt.engine.tree import Node, Step, StepKind
+from adapt.envs.base import step_async
 from adapt.llm.base import ChatRequest
 
 CHECK_MAX_TOKENS = 8
@@ -136,7 +137,7 @@ class StateFlowExecutor(EpisodeExecutor):
                         visit.action = last["action"] = action
                         history.append(Template(machine.history.action).safe_substitute(
                             output="", action=action, observation="", state=name))
-                    result = env.step(action)
+                    result = await step_async(env, action)
                     observation = result.observation
                     visit.observation = last["observation"] = observation
                     visit.reward, visit.done = float(result.reward), result.done
