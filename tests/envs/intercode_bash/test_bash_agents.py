@@ -122,3 +122,29 @@ async def test_adapt_decomposes_and_hands_state_on(bash_env: InterCodeBash) -> N
     second = model.prompts[4]
     assert "Working directory: /system/folder1." in second  # context propagation
     assert "Last command: cd /system/folder1 && rm *.log (exit status 0)." in second
+
+
+async def test_try_again_resets_the_sandbox_between_trials(bash_env: InterCodeBash) -> None:
+    result, sink, model = await run(bash_env, [
+        "execute[touch /testbed/stray.txt && ls /testbed | head -n 1]", "submit",   # trial 1
+        "execute[ls /testbed/stray.txt]", f"execute[{GOLD_CMD}]", "submit",         # trial 2
+    ], "try_again", d_max=2)
+    assert result.success and result.reward == 1.0
+    trial1, trial2 = (sink.steps[n] for n in sorted(sink.steps) if sink.steps[n])
+    assert 0 < trial1[-1].reward < 1.0
+    assert "No such file" in trial2[0].observation  # a fresh file system for trial 2
+
+
+async def test_reflexion_reflects_on_a_failed_bash_attempt(bash_env: InterCodeBash) -> None:
+    reflection = "I counted per file; next time I should pipe every .c file into one wc -l."
+    result, _sink, model = await run(bash_env, [
+        "execute[wc -l /testbed/*.c]", "submit",            # trial 1: the wrong output
+        reflection,                                         # the reflection call
+        f"execute[{GOLD_CMD}]", "submit",                   # trial 2
+    ], "reflexion", d_max=2)
+    assert result.success and result.reward == 1.0
+    reflect_prompt, trial2 = model.prompts[2], model.prompts[3]
+    assert "failed attempt to do a request on a Linux machine" in reflect_prompt
+    assert "> execute[wc -l /testbed/*.c]" in reflect_prompt
+    assert reflect_prompt.rstrip().endswith("Reflection:")
+    assert "Reflections from earlier failed attempts:" in trial2 and reflection in trial2
