@@ -125,7 +125,7 @@ async def test_adapt_decomposes_and_hands_state_on(bash_env: InterCodeBash) -> N
 
 
 async def test_try_again_resets_the_sandbox_between_trials(bash_env: InterCodeBash) -> None:
-    result, sink, model = await run(bash_env, [
+    result, sink, _model = await run(bash_env, [
         "execute[touch /testbed/stray.txt && ls /testbed | head -n 1]", "submit",   # trial 1
         "execute[ls /testbed/stray.txt]", f"execute[{GOLD_CMD}]", "submit",         # trial 2
     ], "try_again", d_max=2)
