@@ -7,6 +7,8 @@ from __future__ import annotations
 import string
 from typing import Any
 
+import pytest
+
 from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.engine.executors.stateflow.loader import load_machine
 from adapt.engine.tree import Step
@@ -148,3 +150,32 @@ async def test_reflexion_reflects_on_a_failed_bash_attempt(bash_env: InterCodeBa
     assert "> execute[wc -l /testbed/*.c]" in reflect_prompt
     assert reflect_prompt.rstrip().endswith("Reflection:")
     assert "Reflections from earlier failed attempts:" in trial2 and reflection in trial2
+
+
+@pytest.mark.parametrize("profile", ["default", "paper"])
+async def test_stateflow_reaches_error_in_both_observation_formats(
+        bash_env: InterCodeBash, profile: str) -> None:
+    """Error is reached on the command's failure, not on text only our format shows: under
+    profile paper the observation is InterCode's raw output, without ``[exit status N]`` (and a
+    grep that finds nothing prints nothing at all)."""
+    model = ScriptedModel([
+        reply("Look for the C files.", "execute[grep -rl 'no such text' /testbed]"),
+        reply("Nothing matched; count the C files instead.", "execute[ls /testbed/*.cc]"),
+        reply("Wrong extension; count them all.", f"execute[{GOLD_CMD}]"),
+        reply("One number, as asked.", "submit"),
+    ])
+    sink = MemorySink()
+    result = await run_task(bash_env, TASK, RunConfig(strategy="react", d_max=1,
+                                                      profile=profile,  # type: ignore[arg-type]
+                                                      executor={"kind": "stateflow"}),
+                            model, sink=sink)
+    assert result.reward == 1.0 and model.remaining == 0
+    steps = sink.steps[1]
+    assert states(steps) == ["Init", "Solve", "Error", "Error", "Verify"]
+    assert [(s.extra or {}).get("transition") for s in steps] == [
+        "Solve", "Error", "Error", "Verify", "End"]
+    grep, ls = steps[1].observation, steps[2].observation
+    if profile == "paper":
+        assert grep == "" and "[exit status" not in ls
+    else:
+        assert grep.endswith("[exit status 1]") and ls.endswith("[exit status 2]")
