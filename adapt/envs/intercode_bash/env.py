@@ -38,7 +38,13 @@ from adapt.envs.intercode_bash.changes import lookup, parse_status, status, stat
 from adapt.envs.intercode_bash.config import InterCodeBashConfig
 from adapt.envs.intercode_bash.layers import Layers, default_cache_dir, load_prepared, prepare
 from adapt.envs.intercode_bash.reward import reward as intercode_reward
-from adapt.envs.intercode_bash.sandbox import DEFAULT_TIMEOUT, CommandResult, Sandbox
+from adapt.envs.intercode_bash.sandbox import (
+    DEFAULT_TIMEOUT,
+    CommandResult,
+    Sandbox,
+    check_sandbox,
+    require_tools,
+)
 from adapt.envs.intercode_bash.settings import BashSettings
 from adapt.errors import UserError
 
@@ -180,6 +186,8 @@ class InterCodeBash(BaseEnvironment):
             if self._data_dir is None:
                 ready = load_prepared(cache, fs)
                 if ready is not None:
+                    require_tools()  # prepare checks these when it runs
+                    check_sandbox(ready.stack, ready.usr)
                     self._layers[fs] = ready
                     return ready
                 raise UserError(

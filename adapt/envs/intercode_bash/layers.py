@@ -40,7 +40,7 @@ from pathlib import Path
 
 from adapt.envs.intercode_bash.atomic import building, write_atomic
 from adapt.envs.intercode_bash.changes import Manifest, build_manifest
-from adapt.envs.intercode_bash.sandbox import HOSTNAME, Sandbox, require_tools
+from adapt.envs.intercode_bash.sandbox import HOSTNAME, Sandbox, check_sandbox, require_tools
 from adapt.envs.intercode_bash.usr import build_usr, closure
 from adapt.errors import UserError
 
@@ -294,6 +294,7 @@ def _prepare_locked(data: Path, base: Path, numbers: list[int], force: bool,
         built += 1
     else:
         say("/usr layer: ready")
+    check_sandbox([skeleton], usr)  # namespaces allowed here? (before any setup script)
     out: dict[int, Layers] = {}
     for fs in numbers:
         script = setup_script(data, fs)

@@ -128,6 +128,21 @@ def require_tools() -> None:
         )
 
 
+def check_sandbox(layers: Sequence[Path], usr: Path) -> None:
+    """Run ``true`` in a sandbox of ``layers``: raise a :class:`UserError` saying what the host
+    (or container) must allow when namespaces or mounts are refused."""
+    with Sandbox(layers, timeout=DEFAULT_TIMEOUT, usr=usr) as box:
+        result = box.run("true", cwd="/")
+    if result.exit_code != 0:
+        said = " ".join(result.text.split())[:500] or "no output"
+        raise UserError(
+            f"intercode_bash: the sandbox cannot start here ({said}); it needs root and "
+            "permission to create mount, PID and network namespaces and overlay mounts: in a "
+            "container, CAP_SYS_ADMIN without seccomp and AppArmor confinement, or privileged "
+            "(docs/deployment.md, InterCode-Bash workers)"
+        )
+
+
 class Sandbox:
     """One episode: a private, writable view of ``layers`` (topmost first)."""
 

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 from adapt.envs.intercode_bash import InterCodeBash
-from adapt.envs.intercode_bash.layers import LAYOUT_VERSION, load_prepared, prepare
-from adapt.envs.intercode_bash.sandbox import Sandbox
+from adapt.envs.intercode_bash.layers import LAYOUT_VERSION, Layers, load_prepared, prepare
+from adapt.envs.intercode_bash.sandbox import Sandbox, check_sandbox
 from adapt.errors import UserError
 
 #: prepare file system 4 (the smallest) at a given moment, print what was said and the result
@@ -131,3 +131,35 @@ def test_the_environment_prepares_what_is_missing(bash_data: Path, tmp_path: Pat
     finally:
         env.close()
     check_layer(cache)
+
+
+def test_a_refused_sandbox_names_what_the_container_needs(
+        bash_layers: dict[int, Layers], tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    stub = tmp_path / "bin"  # what `unshare` says in a container without CAP_SYS_ADMIN
+    stub.mkdir()
+    (stub / "unshare").write_text(
+        "#!/bin/sh\necho 'unshare: unshare failed: Operation not permitted' >&2\nexit 1\n")
+    (stub / "unshare").chmod(0o755)
+    monkeypatch.setenv("PATH", f"{stub}:{os.environ['PATH']}")
+    layers = bash_layers[4]
+    with pytest.raises(UserError) as info:
+        check_sandbox(layers.stack, layers.usr)
+    message = str(info.value)
+    assert "Operation not permitted" in message and "CAP_SYS_ADMIN" in message
+    assert "docs/deployment.md" in message
+
+
+def test_prepared_file_systems_without_bubblewrap(bash_cache: Path, bash_layers: object,
+                                                  tmp_path: Path,
+                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+    tools = tmp_path / "bin"
+    tools.mkdir()
+    for name in ("unshare", "mount", "prlimit", "bash", "sh"):
+        found = shutil.which(name)
+        if found:
+            (tools / name).symlink_to(found)
+    monkeypatch.setenv("PATH", str(tools))
+    monkeypatch.delenv("ADAPT_BASH_DATA_DIR", raising=False)
+    env = InterCodeBash(cache_dir=bash_cache, timeout=10)
+    with pytest.raises(UserError, match=r"needs bwrap.*apt-get install -y bubblewrap"):
+        env.reset(fs=4, question="Print the hostname.", gold="hostname")
