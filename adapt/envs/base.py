@@ -15,12 +15,15 @@ followed by ``"> "``, where the model writes its next line.
 from __future__ import annotations
 
 import asyncio
+import contextvars
 import functools
 import inspect
-from collections.abc import Mapping
+import threading
+from collections.abc import Callable, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 from pydantic_settings import BaseSettings
@@ -139,10 +142,35 @@ class AsyncStepping(Protocol):
 class BlockingSteps(Protocol):
     """``blocking_steps = True``: ``step`` and starting an episode may block for seconds (a
     subprocess, a sandbox); the engine then runs them in a worker thread (``step_async``,
-    ``start_episode_async``), one at a time, so the event loop (other tasks, a worker's lease
-    heartbeat) keeps running meanwhile."""
+    ``start_episode_async``; a pool of ``ENV_STEP_THREADS`` of their own), one at a time per
+    environment, so the event loop (other tasks, a worker's lease heartbeat) keeps running
+    meanwhile."""
 
     blocking_steps: ClassVar[bool]
+
+
+#: threads for blocking environment steps, per process: their own pool, so that slow steps
+#: (a 10 s command each) never queue the event loop's other ``to_thread`` work (dispatching,
+#: webhooks, telemetry) behind them in asyncio's small default pool
+ENV_STEP_THREADS = 64
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+_T = TypeVar("_T")
+
+
+def _env_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(ENV_STEP_THREADS, thread_name_prefix="adapt-env")
+        return _pool
+
+
+async def _in_thread(fn: Callable[..., _T], *args: Any) -> _T:
+    """``fn(*args)`` in the environment-step pool, with the caller's context variables."""
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(
+        _env_pool(), functools.partial(context.run, fn, *args))
 
 
 def blocks(env: object) -> bool:
@@ -157,7 +185,7 @@ async def step_async(env: Environment, action: str) -> StepResult:
     if isinstance(env, AsyncStepping) and inspect.iscoroutinefunction(env.astep):
         return await env.astep(action)
     if blocks(env):
-        return await asyncio.to_thread(env.step, action)
+        return await _in_thread(env.step, action)
     return env.step(action)
 
 
@@ -165,7 +193,7 @@ async def start_episode_async(env: Environment, config: BaseModel | Mapping[str,
     """``start_episode`` as the engine calls it: in a worker thread when the environment's
     steps block (starting may prepare what it needs, e.g. a file system)."""
     if blocks(env):
-        return await asyncio.to_thread(start_episode, env, config)
+        return await _in_thread(start_episode, env, config)
     return start_episode(env, config)
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import os
 import time
 from pathlib import Path
 
 from adapt.engine import MemorySink, RunConfig, run_task
-from adapt.envs.base import blocks
+from adapt.envs.base import blocks, start_episode_async, step_async
 from adapt.envs.intercode_bash import InterCodeBash
 from adapt.llm.testing import ScriptedModel
 
@@ -59,3 +60,26 @@ async def test_two_tasks_overlap_their_sandbox_time(bash_data: Path, bash_cache:
             env.close()
     assert [r.reward for r in results] == [1.0, 1.0]
     assert time.monotonic() - started < 5.5  # one after the other: >= 6 s
+
+
+async def test_commands_leave_the_loops_default_thread_pool_free(
+        bash_data: Path, bash_cache: Path, bash_layers: object) -> None:
+    """More commands at once than asyncio's default pool has threads: other ``to_thread`` work
+    of the worker (dispatching, webhooks) still runs at once."""
+    busy = min(32, (os.cpu_count() or 1) + 4) + 2
+    envs = [InterCodeBash(data_dir=bash_data, cache_dir=bash_cache, timeout=10)
+            for _ in range(busy)]
+    try:
+        for env in envs:
+            await start_episode_async(env, SLOW)
+        steps = [asyncio.create_task(step_async(env, "execute[sleep 2]")) for env in envs]
+        await asyncio.sleep(0.5)  # every command is running
+        started = time.monotonic()
+        await asyncio.to_thread(time.sleep, 0)
+        waited = time.monotonic() - started
+        results = await asyncio.gather(*steps)
+    finally:
+        for env in envs:
+            env.close()
+    assert all(r.observation == "(no output)" for r in results)
+    assert waited < 0.5, f"to_thread waited {waited:.2f}s behind the commands"
