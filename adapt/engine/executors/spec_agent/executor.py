@@ -186,8 +186,8 @@ class Trace:
         else:
             yield Turn(cost=0)  # the end of the decision: the budget is checked
 
-    async def run_one(self, state: StateDef, planned: PlannedAction, action: str | None = None,
-                **extra: Any) -> tuple[StepResult, Step]:
+    async def run_one(self, state: StateDef, planned: PlannedAction,
+                      action: str | None = None, **extra: Any) -> tuple[StepResult, Step]:
         action = action if action is not None else planned.action
         result = await step_async(self.env, action)
         step = self.step("action", action, planned.raw, result.observation,
