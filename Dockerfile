@@ -2,6 +2,16 @@
 FROM python:3.11-slim
 WORKDIR /app
 ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1
+# InterCode-Bash (docs/intercode-bash.md): the sandbox (bubblewrap; unshare, mount and prlimit
+# come with util-linux and mount) and the tools of InterCode's nl2bash image, the same list as
+# IMAGE_PACKAGES in adapt/envs/intercode_bash/layers.py and .ci/run. Running the sandbox needs
+# namespaces in the container: see docs/deployment.md (InterCode-Bash workers).
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      bubblewrap util-linux mount \
+      bash python3 psmisc bsdmainutils cron imagemagick dnsutils git tree net-tools \
+      iputils-ping coreutils curl cpio jq \
+ && rm -rf /var/lib/apt/lists/*
 COPY pyproject.toml README.md alembic.ini ./
 COPY adapt ./adapt
 COPY api ./api

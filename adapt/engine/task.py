@@ -16,7 +16,13 @@ from adapt.engine.runtime import CancelCheck, PriceFn, Run
 from adapt.engine.strategies import get_strategy
 from adapt.engine.tree import FinalStatus, Node, NodeStatus, Step, TaskResult
 from adapt.engine.verification import final_verdict
-from adapt.envs.base import Environment, final_action, start_episode, validate_config
+from adapt.envs.base import (
+    Environment,
+    final_action,
+    start_episode_async,
+    step_async,
+    validate_config,
+)
 from adapt.errors import (
     AdaptError,
     BudgetError,
@@ -75,7 +81,7 @@ async def run_task(
     run = Run(env, config, executor_model, planner_model, sink=sink, cancel=cancel, price=price,
               env_config=env_settings)
     started = time.monotonic()
-    observation = start_episode(env, env_settings)
+    observation = await start_episode_async(env, env_settings)
     root_goal = goal or env.goal
     task = env.task_observation(goal) if goal else observation
 
@@ -154,7 +160,7 @@ async def _final_action(run: Run, action: str) -> None:
     node = max(ran, key=lambda n: n.id) if ran else run.nodes.get(1)
     if node is None:
         return
-    result = run.env.step(action)
+    result = await step_async(run.env, action)
     reward = float(result.reward)
     await run.add_step(node, Step(
         kind="action", node_id=node.id, index=node.steps_count + 1, raw=action, text=action,

@@ -14,11 +14,16 @@ followed by ``"> "``, where the model writes its next line.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import functools
-from collections.abc import Collection, Mapping
+import inspect
+import threading
+from collections.abc import Callable, Collection, Mapping
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, ClassVar, Protocol, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 from pydantic_settings import BaseSettings
@@ -148,6 +153,65 @@ class AsyncStepping(Protocol):
     """Actions that can be awaited; a batch of them runs concurrently (the spec executor)."""
 
     async def astep(self, action: str) -> StepResult: ...
+
+
+@runtime_checkable
+class BlockingSteps(Protocol):
+    """``blocking_steps = True``: ``step`` and starting an episode may block for seconds (a
+    subprocess, a sandbox); the engine then runs them in a worker thread (``step_async``,
+    ``start_episode_async``; a pool of ``ENV_STEP_THREADS`` of their own), one at a time per
+    environment, so the event loop (other tasks, a worker's lease heartbeat) keeps running
+    meanwhile."""
+
+    blocking_steps: ClassVar[bool]
+
+
+#: threads for blocking environment steps, per process: their own pool, so that slow steps
+#: (a 10 s command each) never queue the event loop's other ``to_thread`` work (dispatching,
+#: webhooks, telemetry) behind them in asyncio's small default pool
+ENV_STEP_THREADS = 64
+_pool: ThreadPoolExecutor | None = None
+_pool_lock = threading.Lock()
+_T = TypeVar("_T")
+
+
+def _env_pool() -> ThreadPoolExecutor:
+    global _pool
+    with _pool_lock:
+        if _pool is None:
+            _pool = ThreadPoolExecutor(ENV_STEP_THREADS, thread_name_prefix="adapt-env")
+        return _pool
+
+
+async def _in_thread(fn: Callable[..., _T], *args: Any) -> _T:
+    """``fn(*args)`` in the environment-step pool, with the caller's context variables."""
+    context = contextvars.copy_context()
+    return await asyncio.get_running_loop().run_in_executor(
+        _env_pool(), functools.partial(context.run, fn, *args))
+
+
+def blocks(env: object) -> bool:
+    """Whether ``env`` declares that its steps block (see :class:`BlockingSteps`)."""
+    return isinstance(env, BlockingSteps) and env.blocking_steps is True
+
+
+async def step_async(env: Environment, action: str) -> StepResult:
+    """One action, as the engine takes it: ``await env.astep(action)`` when the environment has
+    an async ``astep``; ``env.step`` in a worker thread when its steps block; else
+    ``env.step``."""
+    if isinstance(env, AsyncStepping) and inspect.iscoroutinefunction(env.astep):
+        return await env.astep(action)
+    if blocks(env):
+        return await _in_thread(env.step, action)
+    return env.step(action)
+
+
+async def start_episode_async(env: Environment, config: BaseModel | Mapping[str, Any]) -> str:
+    """``start_episode`` as the engine calls it: in a worker thread when the environment's
+    steps block (starting may prepare what it needs, e.g. a file system)."""
+    if blocks(env):
+        return await _in_thread(start_episode, env, config)
+    return start_episode(env, config)
 
 
 @runtime_checkable

@@ -16,6 +16,7 @@ from adapt.engine.executors.base import THOUGHT_OK, parse_line
 from adapt.engine.executors.episode import Episode, EpisodeExecutor, Turn, declaration
 from adapt.engine.prompts import render, trajectory_line
 from adapt.engine.runtime import Run
+from adapt.envs.base import step_async
 from adapt.llm.base import ChatRequest
 
 
@@ -50,7 +51,7 @@ class ReActExecutor(EpisodeExecutor):
                 kind, observation = "thought", THOUGHT_OK
             else:
                 kind = "action"
-                result = env.step(line)
+                result = await step_async(env, line)
                 observation, reward, done = result.observation, float(result.reward), result.done
             extra = ({"monitor": generation.tally.as_dict()}
                      if generation is not None and generation.tally.violations else None)

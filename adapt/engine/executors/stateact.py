@@ -52,6 +52,7 @@ from adapt.engine.executors.base import THOUGHT_OK
 from adapt.engine.executors.episode import Episode, EpisodeExecutor, Turn, declaration
 from adapt.engine.prompts import render
 from adapt.engine.runtime import Run
+from adapt.envs.base import step_async
 from adapt.errors import UserError
 from adapt.llm.base import ChatRequest
 
@@ -238,7 +239,7 @@ class StateActExecutor(EpisodeExecutor):
                 text = f"think: {out.thought}" if out.thought else out.action or ""
             else:
                 kind, text = "action", out.action
-                result = env.step(out.action)
+                result = await step_async(env, out.action)
                 observation, reward, done = result.observation, float(result.reward), result.done
             step = episode.step(kind=kind, raw=response.text, text=text, observation=observation,
                                 reward=reward, done=done, error=error, extra=out.extra())

@@ -18,7 +18,7 @@ from adapt.engine.prompts import render, require_template, trajectory_line
 from adapt.engine.runtime import Run
 from adapt.engine.strategies.controller import AdaptController
 from adapt.engine.tree import Node, Step
-from adapt.envs.base import start_episode, success_reward
+from adapt.envs.base import start_episode_async, success_reward
 from adapt.llm.base import ChatRequest
 
 #: executor temperature for ``try_again`` trials after the first (Appendix A)
@@ -29,9 +29,9 @@ REFLECTIONS_HEADER = "Reflections from earlier failed attempts:"
 REFLECTION_MAX_TOKENS = 256
 
 
-def _reset_for_trial(run: Run) -> None:
+async def _reset_for_trial(run: Run) -> None:
     """Back to the task's start: fresh episode, no propagated state from earlier trials."""
-    start_episode(run.env, run.env_config)
+    await start_episode_async(run.env, run.env_config)
     run.episode_done = False
     run.context = None
 
@@ -62,7 +62,7 @@ async def _trial(
     """One whole-task executor run as a ``trial N`` child of ``root`` (``run_task`` already
     reset the environment for trial 1)."""
     if number > 1:
-        _reset_for_trial(run)
+        await _reset_for_trial(run)
     node = await run.new_node(kind="task", parent_id=root.id, position=number - 1, depth=1,
                               goal=root.goal, label=f"trial {number}")
     return node, await controller.try_executor(node, task, options)

@@ -38,7 +38,13 @@ from adapt.envs.intercode_bash.changes import lookup, parse_status, status, stat
 from adapt.envs.intercode_bash.config import InterCodeBashConfig
 from adapt.envs.intercode_bash.layers import Layers, default_cache_dir, load_prepared, prepare
 from adapt.envs.intercode_bash.reward import reward as intercode_reward
-from adapt.envs.intercode_bash.sandbox import DEFAULT_TIMEOUT, CommandResult, Sandbox
+from adapt.envs.intercode_bash.sandbox import (
+    DEFAULT_TIMEOUT,
+    CommandResult,
+    Sandbox,
+    check_sandbox,
+    require_tools,
+)
 from adapt.envs.intercode_bash.settings import BashSettings
 from adapt.errors import UserError
 
@@ -115,6 +121,9 @@ class InterCodeBash(BaseEnvironment):
     final_action: ClassVar[str | None] = "submit"
     #: the reward that counts as solved (InterCode: 1.0), for baselines that judge trials by it
     success_reward: ClassVar[float | None] = 1.0
+    #: a command (and the gold command at ``submit``) runs for up to the time limit: the engine
+    #: runs steps and episode starts in a worker thread, so its event loop keeps running
+    blocking_steps: ClassVar[bool] = True
 
     def __init__(
         self,
@@ -122,8 +131,12 @@ class InterCodeBash(BaseEnvironment):
         data_dir: str | Path | None = None,
         cache_dir: str | Path | None = None,
         timeout: float | None = None,
+        max_processes: int | None = None,
+        memory_mb: int | None = None,
     ) -> None:
         self._data_dir = Path(data_dir).expanduser() if data_dir else None
+        self._max_processes = max_processes
+        self._memory_mb = memory_mb
         self._cache_dir = Path(cache_dir).expanduser() if cache_dir else None
         self._timeout = timeout
         self._layers: dict[int, Layers] = {}
@@ -137,7 +150,8 @@ class InterCodeBash(BaseEnvironment):
 
     # -- set-up --------------------------------------------------------------------------------
     def _resolve(self) -> None:
-        if self._data_dir is None or self._cache_dir is None or self._timeout is None:
+        if (self._data_dir is None or self._cache_dir is None or self._timeout is None
+                or self._max_processes is None or self._memory_mb is None):
             s = BashSettings()
             if self._data_dir is None and s.data_dir is not None:
                 self._data_dir = s.data_dir
@@ -145,6 +159,17 @@ class InterCodeBash(BaseEnvironment):
                 self._cache_dir = s.cache_dir or default_cache_dir()
             if self._timeout is None:
                 self._timeout = s.command_timeout_seconds
+            if self._max_processes is None:
+                self._max_processes = s.command_max_processes
+            if self._memory_mb is None:
+                self._memory_mb = s.command_memory_mb
+
+    def _new_sandbox(self, layers: Layers) -> Sandbox:
+        """A sandbox of ``layers`` with this environment's limits."""
+        self._resolve()
+        return Sandbox(layers.stack, timeout=self.timeout, usr=layers.usr,
+                       max_processes=self._max_processes,
+                       max_memory=None if self._memory_mb is None else self._memory_mb << 20)
 
     @property
     def timeout(self) -> float:
@@ -161,6 +186,8 @@ class InterCodeBash(BaseEnvironment):
             if self._data_dir is None:
                 ready = load_prepared(cache, fs)
                 if ready is not None:
+                    require_tools()  # prepare checks these when it runs
+                    check_sandbox(ready.stack, ready.usr)
                     self._layers[fs] = ready
                     return ready
                 raise UserError(
@@ -178,7 +205,7 @@ class InterCodeBash(BaseEnvironment):
         layers = self.layers(cfg.fs)
         if self._sandbox is not None:
             self._sandbox.close()
-        self._sandbox = Sandbox(layers.stack, timeout=self.timeout, usr=layers.usr)
+        self._sandbox = self._new_sandbox(layers)
         self._config = cfg
         self._last_output = None
         self._last_command = None
@@ -223,7 +250,7 @@ class InterCodeBash(BaseEnvironment):
     def run_gold(self, cfg: InterCodeBashConfig) -> tuple[Sandbox, str]:
         """A fresh sandbox of the task's file system after the gold command, and its output."""
         layers = self.layers(cfg.fs)
-        sandbox = Sandbox(layers.stack, timeout=self.timeout, usr=layers.usr)
+        sandbox = self._new_sandbox(layers)
         result = sandbox.run(cfg.gold_command, cwd="/")
         return sandbox, (TIMED_OUT if result.timed_out else result.text)
 

@@ -15,6 +15,10 @@ Under the cache directory (default ``~/.cache/adapt/intercode-bash``, ``ADAPT_BA
                      and content hash, i.e. InterCode's initial commit
 
 Preparing is idempotent: a layer whose ``<layer>.ready`` stamp matches the script's hash is kept.
+It is safe to prepare from several processes at once (workers starting together): ``prepare``
+holds an exclusive ``flock`` on ``v<N>/.lock`` while it checks and builds, and each layer is built
+in a uniquely named temporary folder next to it, then renamed into place before its stamp is
+written, so a layer is either absent or whole.
 The tools come from the host's packages: ``prepare`` checks that the Debian packages InterCode's
 image installs are present, names the ``apt-get install`` command when they are not, and links
 their files (with their dependencies') into the ``/usr`` layer.
@@ -22,18 +26,21 @@ their files (with their dependencies') into the ``/usr`` layer.
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
 import hashlib
 import json
 import logging
 import os
 import shutil
 import subprocess
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapt.envs.intercode_bash.atomic import building, write_atomic
 from adapt.envs.intercode_bash.changes import Manifest, build_manifest
-from adapt.envs.intercode_bash.sandbox import HOSTNAME, Sandbox, require_tools
+from adapt.envs.intercode_bash.sandbox import HOSTNAME, Sandbox, check_sandbox, require_tools
 from adapt.envs.intercode_bash.usr import build_usr, closure
 from adapt.errors import UserError
 
@@ -125,14 +132,51 @@ def _stamp(path: Path) -> str | None:
         return None
 
 
+def _clear_stamp(path: Path) -> None:
+    """Forget that ``path`` is ready (before rebuilding it: a crash leaves it not ready)."""
+    with contextlib.suppress(FileNotFoundError):
+        path.with_name(path.name + ".ready").unlink()
+
+
 def _write_stamp(path: Path, value: str) -> None:
-    path.with_name(path.name + ".ready").write_text(value + "\n", encoding="utf-8")
+    write_atomic(path.with_name(path.name + ".ready"), value + "\n")
+
+
+@contextlib.contextmanager
+def _locked(base: Path, say: Callable[[str], None]) -> Iterator[None]:
+    """Hold the exclusive lock of the cache folder ``base`` (``flock`` on ``base/.lock``):
+    one process (or thread) prepares at a time; the others wait, then find the layers ready."""
+    with open(base / ".lock", "a+b") as fh:
+        try:
+            fcntl.flock(fh, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            say("waiting for another process that is preparing the file systems")
+            fcntl.flock(fh, fcntl.LOCK_EX)
+        try:
+            _remove_leftovers(base)
+            yield
+        finally:
+            fcntl.flock(fh, fcntl.LOCK_UN)
+
+
+def _remove_leftovers(base: Path) -> None:
+    """Temporary folders of a preparation that was killed (only called under the lock)."""
+    for entry in base.iterdir():
+        if entry.name.startswith(".") and (".tmp-" in entry.name or ".old-" in entry.name):
+            if entry.is_dir() and not entry.is_symlink():
+                shutil.rmtree(entry, ignore_errors=True)
+            else:
+                with contextlib.suppress(OSError):
+                    entry.unlink()
 
 
 def _build_skeleton(target: Path) -> None:
-    tmp = target.with_name(target.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    with building(target) as tmp:
+        _fill_skeleton(tmp)
+
+
+def _fill_skeleton(tmp: Path) -> None:
+    tmp.mkdir()
     for name in ("bin", "sbin", "lib", "lib32", "lib64", "libx32"):
         host = Path("/") / name
         if host.is_symlink():
@@ -161,29 +205,31 @@ def _build_skeleton(target: Path) -> None:
             (etc / name).write_text(text, encoding="utf-8")
     (tmp / "root" / ".bashrc").write_text("", encoding="utf-8")
     (tmp / ".gitignore").write_text(GITIGNORE, encoding="utf-8")
-    shutil.rmtree(target, ignore_errors=True)
-    tmp.rename(target)
 
 
 def _build_fs(skeleton: Path, usr: Path, target: Path, script: Path, timeout: float) -> None:
-    """Run ``script`` at / over the skeleton; the upper layer it leaves becomes the fs layer."""
+    """Run ``script`` at / over the skeleton; the upper layer it leaves becomes the fs layer.
+    A script that fails (non-zero exit status, as a Docker build's ``RUN`` would) or runs out
+    of time raises a :class:`UserError` naming it, with the end of its output."""
     text = script.read_bytes()
-    sandbox = Sandbox([skeleton], timeout=timeout, usr=usr)
-    try:
-        name = script.name
+    name = script.name
+    with Sandbox([skeleton], timeout=timeout, usr=usr) as sandbox:
         result = sandbox.run(
             f"cat > /{name} <<'ADAPT_SETUP_EOF'\n{text.decode('utf-8')}\nADAPT_SETUP_EOF\n"
             f"chmod +x /{name} && /{name}", cwd="/")
+        tail = "\n".join(result.text.rstrip().splitlines()[-10:])
+        shown = f"; the end of its output:\n{tail}" if tail else " (it printed nothing)"
         if result.timed_out:
-            raise UserError(f"intercode_bash: {script.name} did not finish in {timeout:g}s")
-        tmp = target.with_name(target.name + ".tmp")
-        shutil.rmtree(tmp, ignore_errors=True)
-        shutil.copytree(sandbox.upper, tmp, symlinks=True)
-    finally:
-        sandbox.close()
-    shutil.rmtree(target, ignore_errors=True)
-    tmp.rename(target)
-    logger.debug("intercode_bash: setup output of %s: %s", script.name, result.text[-2000:])
+            raise UserError(f"intercode_bash: preparing {target.name}: the setup script {name} "
+                            f"did not finish in {timeout:g}s{shown}")
+        if result.exit_code != 0:
+            why = ("its output passed the size limit" if result.truncated
+                   else f"it exited with status {result.exit_code}")
+            raise UserError(f"intercode_bash: preparing {target.name}: the setup script {name} "
+                            f"({script}) failed: {why}{shown}")
+        with building(target) as tmp:
+            shutil.copytree(sandbox.upper, tmp, symlinks=True)
+    logger.debug("intercode_bash: setup output of %s: %s", name, result.text[-2000:])
 
 
 def prepare(
@@ -209,22 +255,8 @@ def prepare(
     base = root / f"v{LAYOUT_VERSION}"
     base.mkdir(parents=True, exist_ok=True)
     say = progress or (lambda _msg: None)
-    skeleton = base / "skeleton"
-    skel_stamp = hashlib.sha256(
-        (GITIGNORE + repr(ETC_ALLOW) + repr(_ROOT_DIRS) + repr(_ETC_OWN)).encode()).hexdigest()
-    if force or _stamp(skeleton) != skel_stamp:
-        say("building the skeleton root")
-        _build_skeleton(skeleton)
-        _write_stamp(skeleton, skel_stamp)
-    usr = base / "usr"
-    packages = closure(IMAGE_PACKAGES)
-    usr_stamp = hashlib.sha256(repr(packages).encode()).hexdigest()
-    if force or _stamp(usr) != usr_stamp:
-        say(f"linking the tools of {len(packages)} packages into the /usr layer")
-        build_usr(usr, IMAGE_PACKAGES)
-        _write_stamp(usr, usr_stamp)
-    out: dict[int, Layers] = {}
-    for fs in file_systems:
+    numbers = list(file_systems)
+    for fs in numbers:
         if fs not in FILE_SYSTEMS:
             raise UserError(f"intercode_bash: no file system {fs}; use 1, 2, 3 or 4")
         script = setup_script(data, fs)
@@ -233,20 +265,57 @@ def prepare(
                 f"intercode_bash: no setup script {script}; give the InterCode-Bash data "
                 "directory (holding setup_nl2b_fs_1.sh ... and nl2bash_fs_1.json ...)"
             )
+    with _locked(base, say):
+        return _prepare_locked(data, base, numbers, force, say)
+
+
+def _prepare_locked(data: Path, base: Path, numbers: list[int], force: bool,
+                    say: Callable[[str], None]) -> dict[int, Layers]:
+    built = 0
+    skeleton = base / "skeleton"
+    skel_stamp = hashlib.sha256(
+        (GITIGNORE + repr(ETC_ALLOW) + repr(_ROOT_DIRS) + repr(_ETC_OWN)).encode()).hexdigest()
+    if force or _stamp(skeleton) != skel_stamp:
+        say("building the skeleton root")
+        _clear_stamp(skeleton)
+        _build_skeleton(skeleton)
+        _write_stamp(skeleton, skel_stamp)
+        built += 1
+    else:
+        say("skeleton root: ready")
+    usr = base / "usr"
+    packages = closure(IMAGE_PACKAGES)
+    usr_stamp = hashlib.sha256(repr(packages).encode()).hexdigest()
+    if force or _stamp(usr) != usr_stamp:
+        say(f"linking the tools of {len(packages)} packages into the /usr layer")
+        _clear_stamp(usr)
+        build_usr(usr, IMAGE_PACKAGES)
+        _write_stamp(usr, usr_stamp)
+        built += 1
+    else:
+        say("/usr layer: ready")
+    check_sandbox([skeleton], usr)  # namespaces allowed here? (before any setup script)
+    out: dict[int, Layers] = {}
+    for fs in numbers:
+        script = setup_script(data, fs)
         layer = base / f"fs{fs}"
         manifest_file = base / f"fs{fs}.json"
         stamp = hashlib.sha256(script.read_bytes() + (skel_stamp + usr_stamp).encode()
                                ).hexdigest()
         if force or _stamp(layer) != stamp or not manifest_file.is_file():
             say(f"file system {fs}: running {script.name}")
+            _clear_stamp(layer)
             _build_fs(skeleton, usr, layer, script, timeout=120.0)
             manifest = build_manifest([layer, skeleton])
-            manifest_file.write_text(json.dumps(manifest.to_json()), encoding="utf-8")
+            write_atomic(manifest_file, json.dumps(manifest.to_json()))
             _write_stamp(layer, stamp)
+            built += 1
         else:
             say(f"file system {fs}: ready")
         manifest = Manifest.from_json(json.loads(manifest_file.read_text(encoding="utf-8")))
         out[fs] = Layers(fs=fs, skeleton=skeleton, fs_layer=layer, manifest=manifest, usr=usr)
+    if not built:
+        say("everything was prepared already: nothing to do")
     return out
 
 

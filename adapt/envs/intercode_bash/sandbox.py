@@ -15,8 +15,12 @@ namespace (only a loopback device, nothing listening), new IPC and UTS namespace
 ``intercode``), ``no_new_privs`` and only the capabilities a container's root keeps for files
 (no ``CAP_SYS_ADMIN``, no ``CAP_MKNOD``, no ``CAP_NET_*``). A wall-clock limit and an
 output-size limit end a command by killing the sandbox; a per-file size limit bounds what one
-write can store. The working directory persists across commands like a shell (``cd`` works);
-shell variables do not (each command is a new ``bash``, as in InterCode).
+write can store, a per-process memory limit (``RLIMIT_AS``) what one process can allocate, and a
+``pids`` cgroup per command (``limits.py``, where the host offers one) how many processes it may
+have at once (a fork bomb fails to fork). The working directory persists across commands like a
+shell (``cd`` works): the shell reports it at exit on a pipe that only the parent reads, at most
+``MAX_PWD_BYTES`` of it kept (the command can write nothing to the host through it); shell
+variables do not persist (each command is a new ``bash``, as in InterCode).
 """
 
 from __future__ import annotations
@@ -33,6 +37,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from adapt.envs.intercode_bash.limits import command_group
 from adapt.errors import UserError
 
 #: seconds a command may run (InterCode's ``TIMEOUT_DURATION``)
@@ -41,6 +46,12 @@ DEFAULT_TIMEOUT = 10.0
 DEFAULT_MAX_OUTPUT = 1 << 20
 #: bytes one file written inside the sandbox may reach (``RLIMIT_FSIZE``)
 MAX_FILE_SIZE = 256 << 20
+#: processes one command may have at once (its ``pids`` cgroup's ``pids.max``)
+DEFAULT_MAX_PROCESSES = 128
+#: bytes of address space one process inside the sandbox may map (``RLIMIT_AS``)
+DEFAULT_MAX_MEMORY = 1 << 30
+#: bytes kept of what the shell reports on its working-directory pipe (the last ones)
+MAX_PWD_BYTES = 4096
 #: the hostname inside the sandbox
 HOSTNAME = "intercode"
 #: environment of every command (what a Docker exec into InterCode's container sees)
@@ -117,6 +128,21 @@ def require_tools() -> None:
         )
 
 
+def check_sandbox(layers: Sequence[Path], usr: Path) -> None:
+    """Run ``true`` in a sandbox of ``layers``: raise a :class:`UserError` saying what the host
+    (or container) must allow when namespaces or mounts are refused."""
+    with Sandbox(layers, timeout=DEFAULT_TIMEOUT, usr=usr) as box:
+        result = box.run("true", cwd="/")
+    if result.exit_code != 0:
+        said = " ".join(result.text.split())[:500] or "no output"
+        raise UserError(
+            f"intercode_bash: the sandbox cannot start here ({said}); it needs root and "
+            "permission to create mount, PID and network namespaces and overlay mounts: in a "
+            "container, CAP_SYS_ADMIN without seccomp and AppArmor confinement, or privileged "
+            "(docs/deployment.md, InterCode-Bash workers)"
+        )
+
+
 class Sandbox:
     """One episode: a private, writable view of ``layers`` (topmost first)."""
 
@@ -128,11 +154,17 @@ class Sandbox:
         max_output: int = DEFAULT_MAX_OUTPUT,
         work_dir: Path | None = None,
         usr: Path = Path("/usr"),
+        max_processes: int | None = DEFAULT_MAX_PROCESSES,
+        max_memory: int | None = DEFAULT_MAX_MEMORY,
     ) -> None:
         if not layers:
             raise ValueError("a sandbox needs at least one lower layer")
         self.timeout = float(timeout)
         self.max_output = int(max_output)
+        #: processes at once per command (``None``: no limit)
+        self.max_processes = max_processes
+        #: bytes of address space per process (``None``: no limit)
+        self.max_memory = max_memory
         self.layers = tuple(Path(p).resolve() for p in layers)
         self.dir = Path(tempfile.mkdtemp(prefix="adapt-bash-", dir=work_dir))
         for sub in ("root/up", "root/work", "usr/up", "usr/work", "merged"):
@@ -158,11 +190,13 @@ class Sandbox:
         if self._closed:
             raise UserError("intercode_bash: the sandbox was closed")
         start_dir = self.cwd if cwd is None else cwd
-        pwd_file = self.dir / "pwd"
+        limits = [f"--fsize={MAX_FILE_SIZE}", "--core=0"]
+        if self.max_memory:
+            limits.append(f"--as={int(self.max_memory)}")
         argv = [
             "unshare", "--mount", "--propagation", "private", "--",
             "/bin/sh", "-c", _MOUNT, "adapt-sandbox", self._lowerdir,
-            "prlimit", f"--fsize={MAX_FILE_SIZE}", "--core=0", "--",
+            "prlimit", *limits, "--",
             "bwrap", "--bind", "merged", "/", "--proc", "/proc", "--dev", "/dev",
             "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--hostname", HOSTNAME, "--die-with-parent",
@@ -175,32 +209,45 @@ class Sandbox:
             argv += ["--setenv", key, value]
         argv += ["--setenv", "ADAPT_WD", start_dir, "--chdir", "/",
                  "/bin/bash"]
+        group = command_group(self.max_processes)
+        if group is not None:  # the launcher joins the command's cgroup, then runs the rest
+            argv = ["/bin/sh", "-c", 'echo $$ > "$0" && exec "$@"', str(group.procs), *argv]
         t0 = time.monotonic()
-        with open(pwd_file, "wb") as pwd_out:
-            fd = pwd_out.fileno()
-            argv += ["-c", _PROLOGUE.replace("{fd}", str(fd)) + command, "/bin/bash"]
-            proc = subprocess.Popen(
-                argv, cwd=self.dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                stderr=subprocess.STDOUT, pass_fds=(fd,), start_new_session=True,
-            )
-        output, timed_out, truncated = self._collect(proc, t0)
-        exit_code: int | None = None if (timed_out or truncated) else proc.returncode
+        # the working directory comes back on a pipe: nothing the command writes to it reaches
+        # the host's disk, and writes never block (the command gets EAGAIN when it is full)
+        pwd_read, pwd_write = os.pipe()
         try:
-            reported = pwd_file.read_bytes().decode("utf-8", "replace").strip().splitlines()
-        except OSError:
-            reported = []
+            os.set_blocking(pwd_write, False)
+            argv += ["-c", _PROLOGUE.replace("{fd}", str(pwd_write)) + command, "/bin/bash"]
+            try:
+                proc = subprocess.Popen(
+                    argv, cwd=self.dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT, pass_fds=(pwd_write,), start_new_session=True,
+                )
+            finally:
+                os.close(pwd_write)
+            output, timed_out, truncated, pwd = self._collect(proc, t0, pwd_read)
+        finally:
+            os.close(pwd_read)
+            if group is not None:
+                group.remove()
+        exit_code: int | None = None if (timed_out or truncated) else proc.returncode
+        reported = pwd.decode("utf-8", "replace").strip().splitlines()
         new_cwd = reported[-1] if reported and reported[-1].startswith("/") else start_dir
         self.cwd = new_cwd
         return CommandResult(output=output, exit_code=exit_code, timed_out=timed_out,
                              truncated=truncated, cwd=new_cwd, seconds=time.monotonic() - t0)
 
-    def _collect(self, proc: subprocess.Popen[bytes], t0: float) -> tuple[bytes, bool, bool]:
+    def _collect(self, proc: subprocess.Popen[bytes], t0: float, pwd_fd: int
+                 ) -> tuple[bytes, bool, bool, bytes]:
         if proc.stdout is None:
             raise RuntimeError("the sandboxed command was started without a stdout pipe")
         chunks: list[bytes] = []
         size = 0
+        pwd = b""
         timed_out = truncated = False
         fd = proc.stdout.fileno()
+        watched = [fd, pwd_fd]
         deadline = t0 + self.timeout
         try:
             while True:
@@ -208,8 +255,14 @@ class Sandbox:
                 if left <= 0:
                     timed_out = True
                     break
-                ready, _, _ = select.select([fd], [], [], left)
-                if not ready:
+                ready, _, _ = select.select(watched, [], [], left)
+                if pwd_fd in ready:
+                    data = os.read(pwd_fd, 65536)
+                    if data:
+                        pwd = (pwd + data)[-MAX_PWD_BYTES:]
+                    else:
+                        watched.remove(pwd_fd)
+                if fd not in ready:
                     continue
                 data = os.read(fd, 65536)
                 if not data:
@@ -231,8 +284,9 @@ class Sandbox:
             proc.stdout.close()
             if proc.returncode is None:
                 _kill(proc)
+        pwd = (pwd + _drain(pwd_fd))[-MAX_PWD_BYTES:]
         output = b"".join(chunks)[: self.max_output]
-        return output, timed_out, truncated
+        return output, timed_out, truncated, pwd
 
     def reset(self) -> None:
         """Discard every change: empty the upper layers, back to ``/``."""
@@ -257,6 +311,23 @@ class Sandbox:
     def __del__(self) -> None:  # a forgotten episode must not leave its layer behind
         with contextlib.suppress(Exception):
             self.close()
+
+
+def _drain(fd: int, limit: int = 1 << 20) -> bytes:
+    """What is waiting on the pipe ``fd`` now (without blocking), its last ``MAX_PWD_BYTES``."""
+    os.set_blocking(fd, False)
+    kept = b""
+    seen = 0
+    while seen < limit:
+        try:
+            data = os.read(fd, 65536)
+        except BlockingIOError:
+            break
+        if not data:
+            break
+        seen += len(data)
+        kept = (kept + data)[-MAX_PWD_BYTES:]
+    return kept
 
 
 def _kill(proc: subprocess.Popen[bytes]) -> None:

@@ -20,6 +20,8 @@ import subprocess
 from collections.abc import Iterable
 from pathlib import Path
 
+from adapt.envs.intercode_bash.atomic import building
+
 _DPKG_INFO = Path("/var/lib/dpkg/info")
 _FIELDS = "${Package}\t${Status}\t${Essential}\t${Priority}\t${Pre-Depends}\t${Depends}\t" \
     "${Provides}\n"
@@ -79,9 +81,12 @@ def package_files(package: str) -> list[str]:
 def build_usr(target: Path, roots: Iterable[str]) -> int:
     """Fill ``target`` (the future ``/usr``) with the files of ``closure(roots)`` under the
     host's ``/usr``; returns the number of files."""
-    tmp = target.with_name(target.name + ".tmp")
-    shutil.rmtree(tmp, ignore_errors=True)
-    tmp.mkdir(parents=True)
+    with building(target) as tmp:
+        return _fill_usr(tmp, roots)
+
+
+def _fill_usr(tmp: Path, roots: Iterable[str]) -> int:
+    tmp.mkdir()
     count = 0
     usr = Path("/usr")
     for package in closure(roots):
@@ -118,8 +123,6 @@ def build_usr(target: Path, roots: Iterable[str]) -> int:
                     shutil.copy2(real, dst)
             count += 1
     _copy_alternatives(tmp)
-    shutil.rmtree(target, ignore_errors=True)
-    tmp.rename(target)
     return count
 
 

@@ -12,7 +12,10 @@ import pytest
 from adapt.envs.intercode_bash import InterCodeBash
 from adapt.envs.intercode_bash.layers import Layers, prepare
 
-DATA = Path(__file__).resolve().parents[3].parent / "shared" / "data" / "intercode-bash"
+#: the data next to the repository (``../shared``), or where ``ADAPT_TEST_BASH_DATA`` says (a git
+#: worktree elsewhere); not ``ADAPT_BASH_DATA_DIR``, which the environment itself reads
+DATA = Path(os.environ.get("ADAPT_TEST_BASH_DATA") or
+            Path(__file__).resolve().parents[3].parent / "shared" / "data" / "intercode-bash")
 
 
 def _skip_reason() -> str | None:

@@ -7,6 +7,8 @@ from __future__ import annotations
 import string
 from typing import Any
 
+import pytest
+
 from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.engine.executors.stateflow.loader import load_machine
 from adapt.engine.tree import Step
@@ -122,3 +124,58 @@ async def test_adapt_decomposes_and_hands_state_on(bash_env: InterCodeBash) -> N
     second = model.prompts[4]
     assert "Working directory: /system/folder1." in second  # context propagation
     assert "Last command: cd /system/folder1 && rm *.log (exit status 0)." in second
+
+
+async def test_try_again_resets_the_sandbox_between_trials(bash_env: InterCodeBash) -> None:
+    result, sink, _model = await run(bash_env, [
+        "execute[touch /testbed/stray.txt && ls /testbed | head -n 1]", "submit",   # trial 1
+        "execute[ls /testbed/stray.txt]", f"execute[{GOLD_CMD}]", "submit",         # trial 2
+    ], "try_again", d_max=2)
+    assert result.success and result.reward == 1.0
+    trial1, trial2 = (sink.steps[n] for n in sorted(sink.steps) if sink.steps[n])
+    assert 0 < trial1[-1].reward < 1.0
+    assert "No such file" in trial2[0].observation  # a fresh file system for trial 2
+
+
+async def test_reflexion_reflects_on_a_failed_bash_attempt(bash_env: InterCodeBash) -> None:
+    reflection = "I counted per file; next time I should pipe every .c file into one wc -l."
+    result, _sink, model = await run(bash_env, [
+        "execute[wc -l /testbed/*.c]", "submit",            # trial 1: the wrong output
+        reflection,                                         # the reflection call
+        f"execute[{GOLD_CMD}]", "submit",                   # trial 2
+    ], "reflexion", d_max=2)
+    assert result.success and result.reward == 1.0
+    reflect_prompt, trial2 = model.prompts[2], model.prompts[3]
+    assert "failed attempt to do a request on a Linux machine" in reflect_prompt
+    assert "> execute[wc -l /testbed/*.c]" in reflect_prompt
+    assert reflect_prompt.rstrip().endswith("Reflection:")
+    assert "Reflections from earlier failed attempts:" in trial2 and reflection in trial2
+
+
+@pytest.mark.parametrize("profile", ["default", "paper"])
+async def test_stateflow_reaches_error_in_both_observation_formats(
+        bash_env: InterCodeBash, profile: str) -> None:
+    """Error is reached on the command's failure, not on text only our format shows: under
+    profile paper the observation is InterCode's raw output, without ``[exit status N]`` (and a
+    grep that finds nothing prints nothing at all)."""
+    model = ScriptedModel([
+        reply("Look for the C files.", "execute[grep -rl 'no such text' /testbed]"),
+        reply("Nothing matched; count the C files instead.", "execute[ls /testbed/*.cc]"),
+        reply("Wrong extension; count them all.", f"execute[{GOLD_CMD}]"),
+        reply("One number, as asked.", "submit"),
+    ])
+    sink = MemorySink()
+    result = await run_task(bash_env, TASK, RunConfig(strategy="react", d_max=1,
+                                                      profile=profile,  # type: ignore[arg-type]
+                                                      executor={"kind": "stateflow"}),
+                            model, sink=sink)
+    assert result.reward == 1.0 and model.remaining == 0
+    steps = sink.steps[1]
+    assert states(steps) == ["Init", "Solve", "Error", "Error", "Verify"]
+    assert [(s.extra or {}).get("transition") for s in steps] == [
+        "Solve", "Error", "Error", "Verify", "End"]
+    grep, ls = steps[1].observation, steps[2].observation
+    if profile == "paper":
+        assert grep == "" and "[exit status" not in ls
+    else:
+        assert grep.endswith("[exit status 1]") and ls.endswith("[exit status 2]")

@@ -12,6 +12,8 @@ argument); the environment gets ``f"{name} {argument}".strip()``. ReWOO's ``Act-
 - else one after the other, in order. Most environments are stateful (TextCraft: ``craft``
   needs what an earlier ``get`` fetched; the instance is not thread-safe), so running their
   actions at the same time would race; they opt in only when their actions are independent.
+  (One after the other still goes through ``step_async``: an environment whose steps block
+  runs each in a worker thread.)
 """
 
 from __future__ import annotations
@@ -23,7 +25,13 @@ from dataclasses import dataclass
 from typing import Literal
 
 from adapt.engine.spec.monitor import Monitor
-from adapt.envs.base import AsyncStepping, ConcurrentActions, Environment, StepResult
+from adapt.envs.base import (
+    AsyncStepping,
+    ConcurrentActions,
+    Environment,
+    StepResult,
+    step_async,
+)
 
 ACTION_STATES = ("Act", "Act-Inp", "Act-Lbl")
 BatchMode = Literal["async", "threads", "sequential"]
@@ -84,7 +92,7 @@ async def run_batch(env: Environment, actions: Sequence[str]) -> tuple[list[Step
     if mode == "threads" and len(actions) > 1:
         results = await asyncio.gather(*(asyncio.to_thread(env.step, a) for a in actions))
         return list(results), mode
-    return [env.step(a) for a in actions], mode
+    return [await step_async(env, a) for a in actions], mode
 
 
 def substitute(text: str, evidence: dict[str, str]) -> str:

@@ -46,7 +46,7 @@ from adapt.engine.spec.generate import Annotate, Generation, monitored_generate
 from adapt.engine.spec.model import Spec, StateDef, load_spec
 from adapt.engine.spec.monitor import Monitor, Segment
 from adapt.engine.tree import Step
-from adapt.envs.base import StepResult, answer_action
+from adapt.envs.base import StepResult, answer_action, step_async
 from adapt.llm.base import ChatRequest, ChatResponse
 
 
@@ -85,7 +85,7 @@ class SpecExecutor(EpisodeExecutor):
                 max_chunks=episode.remaining)
             cost = len(gen.responses)
             if gen.finish == "gave_up":
-                yield trace.invalid(gen, cost)
+                yield await trace.invalid(gen, cost)
                 continue
             trace.text += gen.text
             if gen.finish == "max_chunks":
@@ -93,7 +93,7 @@ class SpecExecutor(EpisodeExecutor):
                 continue
             if gen.finish == "complete":
                 yield trace.written(last=False, cost=cost, continues=True)
-                yield trace.final_answer()
+                yield await trace.final_answer()
                 return
             yield trace.written(last=True, cost=cost, continues=True)
             async for turn in trace.supply(self.spec.state(gen.check.awaiting[0])):
@@ -182,21 +182,21 @@ class Trace:
             yield turn
         check = self.monitor.check(self.text)
         if check.complete and not check.next_states:  # e.g. ReWOO after its solver
-            yield self.final_answer()
+            yield await self.final_answer()
         else:
             yield Turn(cost=0)  # the end of the decision: the budget is checked
 
-    def run_one(self, state: StateDef, planned: PlannedAction, action: str | None = None,
-                **extra: Any) -> tuple[StepResult, Step]:
+    async def run_one(self, state: StateDef, planned: PlannedAction,
+                      action: str | None = None, **extra: Any) -> tuple[StepResult, Step]:
         action = action if action is not None else planned.action
-        result = self.env.step(action)
+        result = await step_async(self.env, action)
         step = self.step("action", action, planned.raw, result.observation,
                          reward=float(result.reward), done=result.done, state=state.name,
                          action=planned.name, input=planned.argument, **extra)
         return result, step
 
     # -- the end --------------------------------------------------------------------------
-    def final_answer(self) -> Turn:
+    async def final_answer(self) -> Turn:
         segments = self.monitor.split(self.text)
         last = segments[-1]
         name = last.state or ""
@@ -205,7 +205,7 @@ class Trace:
         self.recorded = len(segments)
         if self.answer_action is not None:
             planned = PlannedAction(self.answer_action, answer, raw=raw)
-            result = self.env.step(planned.action)
+            result = await step_async(self.env, planned.action)
             step = self.step("action", planned.action, raw, result.observation,
                              reward=float(result.reward), done=result.done, state=name,
                              answer=answer)
@@ -218,7 +218,7 @@ class Trace:
         return Turn([step], failures=[], cost=0, declared=declared,
                     end=Ending(False, None, "answered"))
 
-    def invalid(self, gen: Generation, cost: int) -> Turn:
+    async def invalid(self, gen: Generation, cost: int) -> Turn:
         """The monitor could not (or may not) correct the output: keep its valid part, record
         the invalid output, count it toward ``patience``."""
         check = gen.check
@@ -230,7 +230,7 @@ class Trace:
                 # text after the final state: the answer stands, the rest is dropped
                 self.text = kept
                 steps = self.written(last=False).steps
-                answer = self.final_answer()
+                answer = await self.final_answer()
                 answer.steps[:0] = steps
                 answer.cost = cost
                 return answer

@@ -36,7 +36,7 @@ async def observe(tr: Trace, state: StateDef) -> AsyncGenerator[Turn, None]:
     if not actions:
         yield tr.nothing_to_run(state)
         return
-    ran = [tr.run_one(state, a) for a in actions]
+    ran = [await tr.run_one(state, a) for a in actions]
     observations = [r.observation for r, _ in ran]
     tr.append(state, observations[0] if len(ran) == 1 else raw_results(observations))
     yield tr.acted([r for r, _ in ran], [step for _, step in ran])
@@ -53,7 +53,7 @@ async def evaluate(tr: Trace, state: StateDef) -> AsyncGenerator[Turn, None]:
         tr.append(state, verdict)
         return
     planned = PlannedAction(tr.answer_action, proposed)
-    result, step = tr.run_one(state, planned, proposed=proposed)
+    result, step = await tr.run_one(state, planned, proposed=proposed)
     tr.append(state, result.observation)
     yield tr.acted([result], [step])
 
@@ -65,7 +65,7 @@ async def solve(tr: Trace, state: StateDef) -> AsyncGenerator[Turn, None]:
     plan = None
     for planned in tr.pending_actions():
         action = f"{planned.name} {substitute(planned.argument, evidence)}".strip()
-        result, step = tr.run_one(state, planned, action, label=planned.label)
+        result, step = await tr.run_one(state, planned, action, label=planned.label)
         if planned.label:
             evidence[planned.label] = result.observation.strip()
         if planned.plan and planned.plan != plan:

@@ -34,6 +34,7 @@ from adapt.engine.executors.stateflow.loader import machine_for_env
 from adapt.engine.executors.stateflow.models import Machine, State, Transition
 from adapt.engine.runtime import Run
 from adapt.engine.tree import Node, Step, StepKind
+from adapt.envs.base import step_async
 from adapt.llm.base import ChatRequest
 
 CHECK_MAX_TOKENS = 8
@@ -51,9 +52,11 @@ class _Visit:
     done: bool = False
     rewards: list[float] = field(default_factory=list)  # one per action taken
     failures: list[bool] = field(default_factory=list)  # one per observation, for patience
+    failed: str = ""  # the environment's verdict on the last action: "yes", "no" ("": none)
 
     def values(self) -> dict[str, str]:
-        return {"output": self.output, "action": self.action, "observation": self.observation}
+        return {"output": self.output, "action": self.action, "observation": self.observation,
+                "failed": self.failed}
 
 
 class StateFlowExecutor(EpisodeExecutor):
@@ -136,7 +139,7 @@ class StateFlowExecutor(EpisodeExecutor):
                         visit.action = last["action"] = action
                         history.append(Template(machine.history.action).safe_substitute(
                             output="", action=action, observation="", state=name))
-                    result = env.step(action)
+                    result = await step_async(env, action)
                     observation = result.observation
                     visit.observation = last["observation"] = observation
                     visit.reward, visit.done = float(result.reward), result.done
@@ -156,7 +159,9 @@ class StateFlowExecutor(EpisodeExecutor):
                     pending.observation = observation
                     pending.reward, pending.done = visit.reward, visit.done
                     visit.rewards.append(visit.reward)
-                    visit.failures.append(observation == THOUGHT_OK or env.is_failure(observation))
+                    failed = env.is_failure(observation)
+                    visit.failed = "yes" if failed else "no"
+                    visit.failures.append(observation == THOUGHT_OK or failed)
                     if visit.done:
                         break
             if pending is None:  # a visit without model call or action (prompts only)

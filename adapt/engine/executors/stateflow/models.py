@@ -32,7 +32,10 @@ A machine is data (see ``machines/*.yaml``)::
         final: success             # or failure; final states have no outputs or transitions
 
 Rules (``source``: ...) look at what the current visit produced: ``output`` (the model's whole reply),
-``action`` (the action sent to the environment) or ``observation`` (the environment's answer);
+``action`` (the action sent to the environment), ``observation`` (the environment's answer) or
+``failed`` (``yes`` when the environment counts the visit's last observation as a failed action,
+its ``is_failure``, which may know more than the text shows, e.g. InterCode-Bash's exit status
+under profile ``paper``; ``no`` after an action that did not fail; ``""`` when none ran);
 or at ``task`` (the task observation, e.g. to route by ALFWorld's task type);
 operators ``contains``, ``startswith``, ``equals`` or ``regex`` (exactly one), with
 ``ignore_case`` (default true) and ``negate``.
@@ -54,7 +57,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Source = Literal["output", "action", "observation", "task"]
+Source = Literal["output", "action", "observation", "failed", "task"]
 OutputKind = Literal["model", "act", "prompt"]
 FinalKind = Literal["success", "failure"]
 
