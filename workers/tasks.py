@@ -10,7 +10,7 @@ import logging
 from collections.abc import Callable
 from typing import Any
 
-from celery.backends.base import DisabledBackend
+from celery.backends.base import DisabledBackend  # type: ignore[import-untyped]
 
 from workers.loop import WorkerRuntime
 
