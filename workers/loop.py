@@ -22,6 +22,7 @@ from typing import Any, TypeVar
 
 from adapt.service.execute import ServiceContext, drain, execute_task
 from adapt.service.sweeper import release_leases
+from adapt.service.warmup import preload
 from adapt.settings import Settings
 from workers.sweeper import DispatchFn, QueuedCheck, queued_grace, sweep_forever
 
@@ -244,6 +245,7 @@ def get_runtime(
     global _runtime
     with _runtime_lock:
         if _runtime is None or _runtime.pid != os.getpid():
+            preload()  # before the freeze, so what it builds is frozen too
             tune_gc()
             _runtime = WorkerRuntime(settings or Settings(), redispatch=redispatch,
                                      include_queued=include_queued)
