@@ -183,8 +183,16 @@ class DbSink:
             "completion_tokens": sum(c["completion_tokens"] for c in b.calls),
             "cost_usd": None if None in costs else float(sum(costs)),
         }
-        row = await self._write(self._engine, self.task_id, self.attempt, self.owner, b,
-                                values, utcnow())
+        try:
+            row = await self._write(self._engine, self.task_id, self.attempt, self.owner, b,
+                                    values, utcnow())
+        except Exception:
+            # The database failed under us. What it acknowledged before may be gone (a server
+            # that crashed with synchronous_commit=off loses its last commits), so no block is
+            # taken as stored any more: later batches send theirs again (an insert of a block
+            # already there does nothing) instead of pointing at a block that was lost.
+            self._prompts.known.clear()
+            raise
         if row is None:
             raise LeaseLost(f"task {self.task_id}: attempt {self.attempt} lost its lease")
         _, cancel = row

@@ -60,6 +60,10 @@ def _as_postgres() -> list[str]:
 
 class PrivatePostgres:
     """A PostgreSQL cluster of our own (trust auth, no fsync) that tests may stop and start.
+    Commits are synchronous, as in a default PostgreSQL: a server killed with ``-m immediate``
+    keeps every transaction it acknowledged (fsync only matters when the machine itself
+    crashes). With ``synchronous_commit=off`` it loses the last ~200 ms of them, which adapt
+    does not promise to survive (docs/durability.md).
     Its files live in a fresh directory under the system temp dir (readable by the
     ``postgres`` user when the tests run as root); ``close`` stops it and removes them."""
 
@@ -87,7 +91,7 @@ class PrivatePostgres:
 
     def start(self) -> None:
         opts = (f"-p {self.port} -k {self.sock} -c listen_addresses=127.0.0.1 -c fsync=off "
-                "-c synchronous_commit=off -c full_page_writes=off -c max_connections=300")
+                "-c full_page_writes=off -c max_connections=300")
         subprocess.run([*_as_postgres(), pg_bin("pg_ctl"), "-D", str(self.dir), "-l",
                         str(self.log), "-o", opts, "-w", "-t", "60", "start"], check=True,
                        capture_output=True)

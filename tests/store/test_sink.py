@@ -111,3 +111,26 @@ async def test_a_chat_call_is_marked_so_and_read_back_as_sent(
     assert sent[1].messages == messages and sent[1].prompt is None
     assert sent[2].prompt == "p" and sent[2].messages is None
     assert {("chatty", "chat"), ("m", "text_completion")} <= operations
+
+
+async def test_a_failed_write_forgets_the_prompt_blocks_taken_as_stored(
+        sessions: async_sessionmaker[AsyncSession]) -> None:
+    """A database that failed may have lost what it acknowledged (a crashed server with
+    synchronous_commit=off): after a failed write no block is taken as stored, so a later call
+    sends its blocks again instead of pointing at a lost one."""
+    task_id, attempt = await leased_task(sessions, 0)
+    sink = DbSink(sessions, task_id, attempt, OWNER)
+    await sink.emit(NodeCreated(node=Node(id=1, goal="g")))
+    await sink.emit(answered(1))
+    await flush(sink)
+    known = sink._prompts.known
+    assert known  # the first call's blocks were stored
+
+    async def broken(*_: object) -> None:
+        raise ConnectionResetError("the server went away")
+
+    sink._write = broken  # type: ignore[assignment]
+    with pytest.raises(ConnectionResetError):
+        await sink.emit(answered(2))  # an answer is written at once
+        await flush(sink)
+    assert not known
