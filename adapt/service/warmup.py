@@ -2,7 +2,8 @@
 
 A process's first task used to do, on the worker's event loop, everything that is built
 lazily once per process: importing the model client (``openai``, ``httpx``), loading the
-plug-in registries from entry points, building the plan-expression parser, reading prompt
+plug-in registries from entry points, building the plan-expression parser and the model
+clients' SSL context (:func:`adapt.llm.transport.ssl_context`), reading prompt
 templates and the decoding monitor's specs, loading TextCraft's recipe book. That held the loop
 (and with it the heartbeat that renews every lease of the process) for one to two seconds on
 the project's 2-core machine: longer than a short lease, so another worker could take over a
@@ -50,7 +51,9 @@ def preload() -> float:
     from adapt.engine.planning.logic import parse
     from adapt.engine.strategies.registry import available_strategies
     from adapt.envs import registry as environments
+    from adapt.llm.transport import ssl_context
 
+    ssl_context()  # the model clients' TLS context (the CA bundle is read once)
     available_executors()
     available_strategies()
     environments.available()

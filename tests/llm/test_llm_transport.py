@@ -30,3 +30,18 @@ async def test_the_default_pool_is_sharded() -> None:
     client = pool.get(base_url="http://127.0.0.1:9/v1", api_key="k", timeout=5.0, max_retries=0)
     assert isinstance(client._client._transport, ShardedTransport)  # type: ignore[attr-defined]
     await pool.aclose()
+
+
+def test_every_pool_verifies_tls_with_the_one_process_context() -> None:
+    """httpx builds an SSL context per transport, loading the CA bundle each time: 32 shards
+    held a worker's event loop for seconds at its first model call. One context serves all."""
+    import ssl
+
+    from adapt.llm.transport import ssl_context
+
+    sharded = transport_for(httpx.Limits(max_connections=256, max_keepalive_connections=256))
+    single = transport_for(httpx.Limits(max_connections=4, max_keepalive_connections=4))
+    assert isinstance(sharded, ShardedTransport) and len(sharded.shards) == 32
+    pools = [shard._pool for shard in sharded.shards] + [single._pool]  # type: ignore[attr-defined]
+    assert {id(pool._ssl_context) for pool in pools} == {id(ssl_context())}
+    assert ssl_context().verify_mode == ssl.CERT_REQUIRED and ssl_context().check_hostname
