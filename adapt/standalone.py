@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -81,11 +82,14 @@ async def run_local(
     *,
     goal: str | None = None,
     sink: TreeSink | None = None,
+    cascade: Sequence[ChatModel] | None = None,
 ) -> TaskResult:
+    """Run one task in this process. ``cascade``: the executor models in order
+    (``executor.models``), in place of ``models.executor``."""
     validated = registry.validate_config(env_name, env_config)  # once, here at the edge
     env = registry.create(env_name)
     try:
-        return await run_task(env, validated, config, models.executor, models.planner,
-                              goal=goal, sink=sink)
+        return await run_task(env, validated, config, list(cascade) if cascade
+                              else models.executor, models.planner, goal=goal, sink=sink)
     finally:
         env.close()

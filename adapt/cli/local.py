@@ -17,8 +17,6 @@ from adapt.cli.support import err, fail, setup_logging, validation_message
 from adapt.errors import InvalidConfig, UserError
 
 if TYPE_CHECKING:
-    from adapt.engine import RunConfig, TreeSink
-    from adapt.engine.tree import TaskResult
     from adapt.llm.base import ChatModel
     from adapt.settings import Settings
     from adapt.standalone import Models
@@ -71,25 +69,6 @@ def _cascade_models(settings: Settings, specs: list[str], model: str | None,
     return Models(chain[0], build(planner_model or model or specs[0]), None), chain
 
 
-async def _run_local(env: str, env_config: dict[str, Any], run_config: RunConfig,
-                     models: Models, cascade: list[ChatModel] | None, *, goal: str | None,
-                     sink: TreeSink) -> TaskResult:
-    """``run_local``, or with a cascade the same run with every executor model."""
-    from adapt.engine import run_task
-    from adapt.envs import registry
-    from adapt.standalone import run_local
-
-    if not cascade:
-        return await run_local(env, env_config, run_config, models, goal=goal, sink=sink)
-    validated = registry.validate_config(env, env_config)
-    environment = registry.create(env)
-    try:
-        return await run_task(environment, validated, run_config, cascade, models.planner,
-                              goal=goal, sink=sink)
-    finally:
-        environment.close()
-
-
 def run(
     goal: Annotated[str | None, typer.Argument(help="Goal; default: the environment's.")] = None,
     env: Annotated[str, typer.Option("--env", help="Environment name (see `adapt envs`).")] = (
@@ -134,7 +113,7 @@ def run(
     from adapt.engine import MemorySink, RunConfig
     from adapt.liveview import LiveTreeSink, render_summary
     from adapt.settings import get_settings
-    from adapt.standalone import load_models, parse_config_json
+    from adapt.standalone import load_models, parse_config_json, run_local
 
     setup_logging(verbose)
     try:
@@ -171,16 +150,16 @@ def run(
     try:
         if as_json:
             sink = MemorySink()
-            result = asyncio.run(_run_local(env, env_config, run_config, models, executors,
-                                            goal=goal, sink=sink))
+            result = asyncio.run(run_local(env, env_config, run_config, models, goal=goal,
+                                           sink=sink, cascade=executors))
             payload = sink.tree(with_steps=True, with_calls=True)
             payload["models"] = models.describe()
             payload["environment"] = {"name": env, "config": env_config}
             sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         else:
             with LiveTreeSink(out, title) as live:
-                result = asyncio.run(_run_local(env, env_config, run_config, models,
-                                                executors, goal=goal, sink=live))
+                result = asyncio.run(run_local(env, env_config, run_config, models, goal=goal,
+                                               sink=live, cascade=executors))
             out.print()
             out.rule("result", style="dim")
             names = models.names()

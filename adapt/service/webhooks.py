@@ -28,6 +28,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine.events import Event, NodeUpdated, TaskFinished
 from adapt.engine.tree import FINAL_NODE_STATUSES
+from adapt.llm.transport import ssl_context
 from adapt.settings import Settings
 from adapt.store import webhooks as store
 from adapt.store.models import utcnow
@@ -81,11 +82,12 @@ def new_client(timeout: float) -> httpx.AsyncClient:
     connection is kept for reuse (the pool knows a connection by its address, and a TLS
     connection checked against one host name must not carry a request for another name that
     resolves to the same address); no proxy from the environment (a proxy would connect to
-    an address of its choosing), while ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` still apply."""
+    an address of its choosing), while ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` still apply (the
+    process's one SSL context, :func:`adapt.llm.transport.ssl_context`)."""
     return httpx.AsyncClient(timeout=timeout, follow_redirects=False,
                              headers={"user-agent": USER_AGENT},
                              limits=httpx.Limits(max_keepalive_connections=0),
-                             trust_env=False, verify=httpx.create_ssl_context(trust_env=True))
+                             trust_env=False, verify=ssl_context())
 
 
 async def post_pinned(client: httpx.AsyncClient, url: str, addresses: list[str], body: bytes,
