@@ -8,9 +8,10 @@ honouring ``retry-after``) are the client's own (``max_retries``); what still fa
 (:mod:`adapt.llm.guard`).
 
 Clients are shared through a :class:`ClientPool`: one ``AsyncOpenAI`` per
-``(base_url, api_key, timeout, max_retries)``, all over one ``httpx.AsyncClient`` connection
-pool. A model built without a pool uses the running event loop's default pool
-(:func:`default_pool`); close it with :func:`close_default_pool`.
+``(base_url, api_key, timeout, max_retries)``, all over one HTTP connection pool (the
+``openai`` package's aiohttp client: :func:`adapt.llm.transport.model_http_client`). A model
+built without a pool uses the running event loop's default pool (:func:`default_pool`); close
+it with :func:`close_default_pool`.
 """
 
 from __future__ import annotations
@@ -35,7 +36,7 @@ from adapt.errors import ModelSpecError, ProviderError
 from adapt.llm.base import ChatRequest, ChatResponse, Usage
 from adapt.llm.gbnf import validate_gbnf
 from adapt.llm.guard import check_endpoint, is_loopback
-from adapt.llm.transport import transport_for
+from adapt.llm.transport import HTTPClient, model_http_client
 
 logger = logging.getLogger(__name__)
 
@@ -60,6 +61,22 @@ class _Reply(NamedTuple):
     finish_reason: str | None
 
 
+def _refused(exc: BaseException) -> bool:
+    """Whether a "timeout" was a connection that failed at once (refused, unreachable). The
+    aiohttp adapter of ``openai`` maps every aiohttp connection error to a connect timeout;
+    the cause chain still holds the operating system's error, and no timeout."""
+    seen: BaseException | None = exc
+    refused = False
+    for _ in range(8):  # a short chain: openai's error, httpx's, aiohttp's, the OS's
+        if seen is None:
+            break
+        if isinstance(seen, TimeoutError):
+            return False
+        refused = refused or isinstance(seen, OSError)
+        seen = seen.__cause__ or seen.__context__
+    return refused
+
+
 class ClientPool:
     """One ``AsyncOpenAI`` per (base_url, api_key, timeout, max_retries), one HTTP pool.
 
@@ -72,11 +89,11 @@ class ClientPool:
     def __init__(
         self,
         *,
-        http_client: httpx.AsyncClient | None = None,
+        http_client: HTTPClient | None = None,
         max_connections: int = MAX_CONNECTIONS,
         max_keepalive_connections: int = MAX_KEEPALIVE_CONNECTIONS,
     ) -> None:
-        self._http = http_client
+        self._http: HTTPClient | None = http_client
         self._limits = httpx.Limits(
             max_connections=max_connections,
             max_keepalive_connections=max_keepalive_connections,
@@ -90,8 +107,7 @@ class ClientPool:
         """The shared client for these settings, created on first use."""
         if self._http is None or self._http.is_closed:
             self._clients.clear()
-            self._http = httpx.AsyncClient(transport=transport_for(self._limits),
-                                           follow_redirects=False)
+            self._http = model_http_client(self._limits)
         key: _PoolKey = (base_url, api_key, float(timeout), int(max_retries))
         client = self._clients.get(key)
         if client is None:
@@ -223,7 +239,7 @@ class _OpenAIBase:
         allow_remote: bool = False,
         simulated: bool = False,
         pool: ClientPool | None = None,
-        http_client: httpx.AsyncClient | None = None,
+        http_client: HTTPClient | None = None,
         name: str | None = None,
         endpoint: str | None = None,
         guided_decoding: str | None = None,
@@ -319,7 +335,7 @@ class _OpenAIBase:
         where = f"{self.kind} call to endpoint {self.endpoint} (model {self.model!r})"
         retries = f"after {self.max_retries} retries"
         transient, status, retry_after = True, None, None
-        if isinstance(exc, openai.APITimeoutError):
+        if isinstance(exc, openai.APITimeoutError) and not _refused(exc):
             msg = f"{where} timed out ({self.timeout:g}s per attempt) {retries}"
             logged = msg
         elif isinstance(exc, openai.APIConnectionError):

@@ -308,10 +308,9 @@ async def test_pool_shares_clients_and_connections(
 async def test_pool_limits_are_set() -> None:
     pool = ClientPool(max_connections=8, max_keepalive_connections=2)
     client = pool.get(base_url="http://127.0.0.1:9/v1", api_key="k", timeout=5.0, max_retries=1)
-    http = client._client
-    assert isinstance(http, httpx.AsyncClient)
-    transport = http._transport
-    assert transport._pool._max_connections == 8
+    http: Any = client._client
+    limits = http._transport.limits  # the openai package's aiohttp transport
+    assert (limits.max_connections, limits.max_keepalive_connections) == (8, 2)
     await pool.aclose()
     assert http.is_closed
 

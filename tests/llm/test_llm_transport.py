@@ -1,8 +1,10 @@
-"""``adapt.llm.transport``: many connections are spread over pool shards, few stay one pool."""
+"""``adapt.llm.transport``'s httpx fallback (without the ``openai[aiohttp]`` extra): many
+connections are spread over pool shards, few stay one pool."""
 
 from __future__ import annotations
 
 import httpx
+import pytest
 
 from adapt.llm.openai_backend import ClientPool
 from adapt.llm.transport import ShardedTransport, transport_for
@@ -25,7 +27,12 @@ async def test_large_pools_are_sharded_and_requests_take_turns() -> None:
     assert isinstance(transport_for(httpx.Limits(max_connections=8)), httpx.AsyncHTTPTransport)
 
 
-async def test_the_default_pool_is_sharded() -> None:
+async def test_without_aiohttp_the_default_pool_is_sharded(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from adapt.llm import transport
+
+    monkeypatch.setattr(transport, "aiohttp_available", lambda: False)
     pool = ClientPool()
     client = pool.get(base_url="http://127.0.0.1:9/v1", api_key="k", timeout=5.0, max_retries=0)
     assert isinstance(client._client._transport, ShardedTransport)  # type: ignore[attr-defined]
