@@ -11,9 +11,10 @@ wall time per call (engine + persistence) <= 2 ms.
 
 ``--http`` measures the model client instead: CPU milliseconds per chat call from this
 process to the simulator's HTTP server (zero latency, 200 calls in flight): the ``openai``
-package's typed path (``chat.completions.create``) over one connection pool (before), the
-raw path ``OpenAIChatModel`` takes (``adapt.llm.openai_backend``) over one pool, and over the
-sharded pool it uses now (``adapt.llm.transport``).
+package's typed path (``chat.completions.create``) over one httpx connection pool (before),
+the raw path ``OpenAIChatModel`` takes (``adapt.llm.openai_backend``) over one httpx pool,
+over sharded httpx pools (the fallback), and over the ``openai`` package's aiohttp client, the
+default (``adapt.llm.transport``).
 """
 
 from __future__ import annotations
@@ -95,6 +96,11 @@ async def _http(base_url: str, calls: int, concurrency: int = 200) -> dict[str, 
     import httpx
 
     from adapt.llm import ChatRequest, ClientPool, Message, OpenAIChatModel
+    from adapt.llm.openai_backend import MAX_CONNECTIONS, MAX_KEEPALIVE_CONNECTIONS
+    from adapt.llm.transport import transport_for
+
+    limits = httpx.Limits(max_connections=MAX_CONNECTIONS,
+                          max_keepalive_connections=MAX_KEEPALIVE_CONNECTIONS)
 
     memory = MemorySink()
     await run_textcraft(0, memory)
@@ -104,9 +110,14 @@ async def _http(base_url: str, calls: int, concurrency: int = 200) -> dict[str, 
     # before: one httpcore pool of 256 connections (64 kept alive), the typed path
     single = ClientPool(http_client=httpx.AsyncClient(limits=httpx.Limits(
         max_connections=256, max_keepalive_connections=64)))
-    sharded = ClientPool()  # now: the default pool (8-connection shards, all kept alive)
+    # then: httpx over 8-connection shards, all kept alive (the fallback without aiohttp)
+    sharded = ClientPool(http_client=httpx.AsyncClient(
+        transport=transport_for(limits), follow_redirects=False))
+    default = ClientPool(max_connections=limits.max_connections or 256,
+                         max_keepalive_connections=limits.max_keepalive_connections or 256)
     models = {name: OpenAIChatModel(SIM_SPEC, base_url=base_url, pool=pool, max_retries=0)
-              for name, pool in (("single", single), ("sharded", sharded))}
+              for name, pool in (("single", single), ("sharded", sharded),
+                                 ("default", default))}
     params = models["single"]._common_params(request)
     params["messages"] = [m.model_dump() for m in request.as_messages()]
 
@@ -121,9 +132,13 @@ async def _http(base_url: str, calls: int, concurrency: int = 200) -> dict[str, 
     async def raw_sharded() -> None:
         await models["sharded"].complete(request)
 
+    async def raw_default() -> None:
+        await models["default"].complete(request)
+
     out: dict[str, float] = {}
-    variants = (("typed, one pool", typed), ("raw, one pool", raw_single),
-                ("raw, sharded pool", raw_sharded))
+    variants = (("typed, one httpx pool", typed), ("raw, one httpx pool", raw_single),
+                ("raw, sharded httpx pools", raw_sharded),
+                ("raw, openai's aiohttp client (the default)", raw_default))
     try:
         for name, call in variants * 2:  # the second round counts
             gate = asyncio.Semaphore(concurrency)
@@ -137,8 +152,8 @@ async def _http(base_url: str, calls: int, concurrency: int = 200) -> dict[str, 
                 await asyncio.gather(*(one() for _ in range(calls)))
             out[name] = 1000 * c.cpu / calls
     finally:
-        await single.aclose()
-        await sharded.aclose()
+        for pool in (single, sharded, default):
+            await pool.aclose()
     return out
 
 
