@@ -1,8 +1,14 @@
 """``DbSink``: persists every engine event, as the tree grows.
 
 Events are buffered and written in one transaction when the engine flushes, which it does before
-every LLM call and at the end, and as soon as an LLM call was answered (so a crash never loses
-a call that was paid for, except one still in flight).
+every LLM call and at the end. An answered call is written when the task next waits, at the
+latest in the flush before the next call, which then waits for it: a call is stored before the
+next one is sent, so a crash or a database failure never pays for more than the call in flight
+(and one answered in the instant before). With a synchronous environment the answer, the step
+it led to and the node updates so go in one write (one write per call; writing the answer on
+its own made two). A flush before a call with no answered call in it is written while the model
+answers. Writes land one at a time, in order; a write's failure (e.g. a lost lease) is raised
+at the next flush, so no call starts after it.
 Each write starts with an UPDATE on the task row that is conditional on this attempt still
 holding the lease; it allocates the batch's gap-free sequence numbers and updates the task's
 aggregates. If another attempt took over, the UPDATE matches no row and the write is refused
@@ -75,7 +81,10 @@ class DbSink:
         self._write = WRITERS[engine.dialect.name]
         self._prompts = PromptWriter(known_blocks(engine.sync_engine))
         self._batch = Batch()
+        #: the last write started (each write first waits for the one before it)
         self._pending: asyncio.Future[None] | None = None
+        #: the start of a write of an answered call, when the task next waits
+        self._due: asyncio.Handle | None = None
         #: every node's snapshot in its latest event (what the next ``node.updated`` is
         #: stored against: ``adapt.store.event_log``)
         self._nodes: dict[int, dict[str, Any]] = {}
@@ -87,9 +96,12 @@ class DbSink:
                 self._nodes[event.node.id] = event.node.model_dump(mode="json")
             return
         self._add(event)
-        # an answered call is written at once: a crash from here on does not pay for it again
-        if isinstance(event, TaskFinished | LLMCallMade) or len(self._batch.events) >= MAX_BUFFER:
+        if isinstance(event, TaskFinished) or len(self._batch.events) >= MAX_BUFFER:
             await self.flush()
+        elif isinstance(event, LLMCallMade) and self._due is None:
+            # an answered call is written when the task next waits (with what follows it
+            # until then): a crash from then on does not pay for it again
+            self._due = asyncio.get_running_loop().call_soon(self._start)
 
     def _add(self, event: Event) -> None:
         b = self._batch
@@ -144,38 +156,61 @@ class DbSink:
 
     async def flush(self) -> None:
         """Write what is buffered, and wait for it (and for any earlier write)."""
+        self._start()
         await self._settle()
-        await self._write_batch()
 
     async def flush_soon(self) -> None:
-        """The engine's flush before an LLM call: the batch is written while the model
-        answers. The previous write is awaited first (batches land in order, one at a time;
-        the answered call a write records is stored before the next call starts, and its
-        failure, e.g. a lost lease, stops the task here); this one is awaited by the next
-        write, at the latest when the call's answer is written."""
+        """The engine's flush before an LLM call. The writes started before are awaited first
+        (their failure, e.g. a lost lease, stops the task here, before the call). A batch that
+        holds an answered call is awaited too (the answer is stored before the next call is
+        sent); any other is written while the model answers, and awaited by the next flush."""
+        answered = self._due is not None
         await self._settle()
-        if self._batch.events:
-            self._pending = asyncio.ensure_future(self._write_batch())
-            self._pending.add_done_callback(_retrieve)
+        self._start()
+        if answered:
+            await self._settle()
 
     def writing(self) -> asyncio.Future[None] | None:
-        """The write under way in the background (``flush_soon``), if any."""
+        """The write under way in the background, if any."""
         return self._pending
 
     async def settle(self) -> None:
-        """Wait for the write under way (its failure, e.g. ``LeaseLost``, is raised here)."""
+        """Write an answered call still buffered, and wait for the writes under way (their
+        failure, e.g. ``LeaseLost``, is raised here)."""
+        if self._due is not None:
+            self._start()
         await self._settle()
 
-    async def _settle(self) -> None:
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            await pending
-
-    async def _write_batch(self) -> None:
-        b = self._batch
-        if not b.events:
+    def _start(self) -> None:
+        """Start writing what is buffered, after the write under way (if any)."""
+        if self._due is not None:
+            self._due.cancel()
+            self._due = None
+        if not self._batch.events:
             return
-        self._batch = Batch()
+        batch, self._batch = self._batch, Batch()
+        self._pending = asyncio.ensure_future(self._write_after(self._pending, batch))
+        self._pending.add_done_callback(_retrieve)
+
+    async def _settle(self) -> None:
+        # ``_pending`` stays set until its write is done: a write started meanwhile (an
+        # answered call's, when this wait lets it) must chain after it, never run beside it
+        while self._pending is not None:
+            pending = self._pending
+            try:
+                await pending
+            except BaseException:
+                self._pending = None  # later writes chained to it fail with it
+                raise
+            if self._pending is pending:
+                self._pending = None
+
+    async def _write_after(self, before: asyncio.Future[None] | None, b: Batch) -> None:
+        if before is not None:
+            await before  # its failure is this write's too: later batches are not written
+        await self._write_batch(b)
+
+    async def _write_batch(self, b: Batch) -> None:
         costs = [c["cost_usd"] for c in b.calls]
         values = {
             "calls": len(b.calls),

@@ -88,10 +88,12 @@ async def test_a_chat_call_and_a_resumed_call_read_back(
     await sink.emit(NodeCreated(node=Node(id=1, goal="g")))
     await sink.emit(call(1, messages))
     await sink.emit(call(2, longer))
+    await sink.settle()
     again = DbSink(sessions, task_id, attempt, OWNER, skip=3)
     for event in (NodeCreated(node=Node(id=1, goal="g")), call(1, messages), call(2, longer),
                   call(3, longer[:1])):
         await again.emit(event)
+    await again.settle()
     async with sessions() as session:
         stored = await call_prompts(session, task_id)
         blocks = int(await session.scalar(select(func.count()).select_from(PromptBlock)) or 0)

@@ -1,9 +1,12 @@
-"""``DbSink`` writes: the flush before an LLM call runs while the model answers, in order, and
-its failures still stop the attempt. SQLite and PostgreSQL."""
+"""``DbSink`` writes: the flush before an LLM call runs while the model answers, in order; an
+answered call is written with what follows it, when the task next waits; failures still stop
+the attempt before its next call. SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 from sqlalchemy import func, select
@@ -32,6 +35,25 @@ def answered(i: int) -> LLMCallMade:
                        request_fingerprint="f" * 64, response=ChatResponse(text="c", model="m"))
 
 
+def counted(sink: DbSink) -> list[int]:
+    """The number of events of each write ``sink`` sends, in order."""
+    writes: list[int] = []
+    write = sink._write
+
+    async def wrapper(*args: Any) -> Any:
+        writes.append(len(args[4].events))
+        return await write(*args)
+
+    sink._write = wrapper  # type: ignore[assignment]
+    return writes
+
+
+async def stored_types(sessions: async_sessionmaker[AsyncSession], task_id: str) -> list[str]:
+    async with sessions() as session:
+        return list((await session.execute(select(EventRow.type).where(
+            EventRow.task_id == task_id).order_by(EventRow.seq))).scalars().all())
+
+
 async def test_the_flush_before_a_call_does_not_wait_and_lands_first(
         sessions: async_sessionmaker[AsyncSession]) -> None:
     task_id, attempt = await leased_task(sessions, 0)
@@ -41,26 +63,75 @@ async def test_the_flush_before_a_call_does_not_wait_and_lands_first(
     assert sink._pending is not None  # written while the model answers
     await sink.emit(StepAppended(step=Step(kind="action", node_id=1, index=1, raw="a", text="a",
                                            observation="o")))
-    await sink.emit(answered(1))  # the answer is written, after the earlier batch
-    assert sink._pending is None
+    await sink.emit(answered(1))  # due: written when the task next waits, after the batch
+    await sink.settle()
     async with sessions() as session:
-        types = (await session.execute(select(EventRow.type).where(
-            EventRow.task_id == task_id).order_by(EventRow.seq))).scalars().all()
         task = await session.get(Task, task_id)
-    assert types == ["node.created", "step", "llm_call"]
+    assert await stored_types(sessions, task_id) == ["node.created", "step", "llm_call"]
     assert task is not None and task.last_seq == 3 and task.llm_calls == 1
 
 
-async def test_a_lost_lease_in_the_background_write_stops_the_attempt_at_the_answer(
+async def test_an_answer_goes_with_what_follows_it_before_the_next_call(
+        sessions: async_sessionmaker[AsyncSession]) -> None:
+    """The answer, the step it led to and the node's update are one write, made by the flush
+    before the next call (a synchronous environment does not wait in between), which waits
+    for it: a call is stored before the next one is sent."""
+    task_id, attempt = await leased_task(sessions, 0)
+    sink = DbSink(sessions, task_id, attempt, OWNER)
+    writes = counted(sink)
+    await sink.emit(NodeCreated(node=Node(id=1, goal="g")))
+    await flush(sink, soon=True)
+    for i in (1, 2, 3):
+        await sink.emit(answered(i))
+        await sink.emit(StepAppended(step=Step(kind="action", node_id=1, index=i, raw="a",
+                                               text="a", observation="o")))
+        await sink.emit(NodeUpdated(node=Node(id=1, goal="g", status="running")))
+        await flush(sink, soon=True)
+        assert sink._pending is None  # stored before the next call is sent
+        assert len(await stored_types(sessions, task_id)) == 1 + 3 * i
+    assert writes == [1, 3, 3, 3]
+    assert await stored_types(sessions, task_id) == (
+        ["node.created"] + ["llm_call", "step", "node.updated"] * 3)
+
+
+async def test_an_answered_call_is_written_as_soon_as_the_task_waits(
+        sessions: async_sessionmaker[AsyncSession]) -> None:
+    """No flush needed: once the task waits (e.g. on an environment that runs elsewhere), the
+    answer is stored, so a crash from then on does not pay for the call again."""
+    task_id, attempt = await leased_task(sessions, 0)
+    sink = DbSink(sessions, task_id, attempt, OWNER)
+    await sink.emit(NodeCreated(node=Node(id=1, goal="g")))
+    await sink.emit(answered(1))
+    for _ in range(200):
+        await asyncio.sleep(0.01)  # the task waits
+        if await stored_types(sessions, task_id):
+            break
+    assert await stored_types(sessions, task_id) == ["node.created", "llm_call"]
+
+
+async def test_a_lost_lease_in_the_background_write_stops_the_attempt_before_the_next_call(
         sessions: async_sessionmaker[AsyncSession]) -> None:
     task_id, attempt = await leased_task(sessions, 0)
     stale = DbSink(sessions, task_id, attempt + 1, OWNER)
     await stale.emit(NodeCreated(node=Node(id=1, goal="g")))
     await flush(stale, soon=True)  # does not raise: the write runs while the model answers
+    await stale.emit(answered(1))  # neither: the answer is written later
     with pytest.raises(LeaseLost):
-        await stale.emit(answered(1))
+        await flush(stale, soon=True)  # the flush before the next call
     async with sessions() as session:
         assert await session.scalar(select(func.count()).select_from(LLMCallRow)) == 0
+        assert await session.scalar(select(func.count()).select_from(EventRow)) == 0
+
+
+async def test_a_lost_lease_is_raised_by_settle_with_an_answer_still_buffered(
+        sessions: async_sessionmaker[AsyncSession]) -> None:
+    task_id, attempt = await leased_task(sessions, 0)
+    stale = DbSink(sessions, task_id, attempt + 1, OWNER)
+    await stale.emit(NodeCreated(node=Node(id=1, goal="g")))
+    await stale.emit(answered(1))
+    with pytest.raises(LeaseLost):
+        await stale.settle()
+    async with sessions() as session:
         assert await session.scalar(select(func.count()).select_from(EventRow)) == 0
 
 
