@@ -7,6 +7,8 @@ import os
 import re
 import subprocess
 import sys
+from collections.abc import Callable
+from typing import Any
 
 EXAMPLE = ["run", "--env", "textcraft", "--config", '{"seed": 5}', "--d-max", "4",
            "--model", "sim:textcraft?capability=1", "--json"]
@@ -99,3 +101,16 @@ def test_bench_alfworld_without_the_extra_says_how_to_install_it() -> None:
     missing = re.search(r"not installed: ([^)]*)\)", out.stderr)
     assert missing and "textworld" in missing.group(1).split(", "), out.stderr
     assert '.[alfworld]"' in out.stderr
+
+
+def test_a_model_over_http_leaves_no_unclosed_connections(
+        sim_factory: Callable[..., Any]) -> None:
+    """The model clients' HTTP connections are closed with the run (not left to the garbage
+    collector, whose warnings would end the output)."""
+    sim = sim_factory()
+    for extra in ((), ("--json",)):
+        out = adapt("run", "--config", '{"seed": 3}', "--model",
+                    f"openai:sim:textcraft@{sim.base_url}", *extra)
+        assert out.returncode == 0, out.stderr
+        assert "Unclosed" not in out.stderr and "unclosed" not in out.stderr.lower()
+    assert sim.log()["counters"]["requests"] > 0

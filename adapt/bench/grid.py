@@ -40,6 +40,7 @@ from adapt.engine.config import D_MAX_RANGE
 from adapt.engine.profiles import PROFILES, apply_profile
 from adapt.errors import InvalidConfig
 from adapt.llm.base import ChatModel
+from adapt.llm.openai_backend import closing_default_pool
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -296,11 +297,12 @@ async def run_grid(cells: Sequence[Cell], tasks: Sequence[T],
 
 
 def synchronous(fn: Callable[P, Coroutine[Any, Any, R]]) -> Callable[P, R]:
-    """``fn`` run to completion with ``asyncio.run`` (for callers outside an event loop)."""
+    """``fn`` run to completion with ``asyncio.run`` (for callers outside an event loop); the
+    loop's default model client pool is closed at the end."""
 
     @functools.wraps(fn)
     def run(*args: P.args, **kwargs: P.kwargs) -> R:
-        return asyncio.run(fn(*args, **kwargs))
+        return asyncio.run(closing_default_pool(fn(*args, **kwargs)))
 
     run.__doc__ = f"The synchronous form of :func:`{fn.__name__}` (``asyncio.run``).\n\n" + (
         fn.__doc__ or "")

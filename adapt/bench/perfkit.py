@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
+from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine import RunConfig, run_task
@@ -114,7 +115,7 @@ def scratch_database(kind: str) -> Iterator[str]:
             conn.close()
 
     admin(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    url = f"{ADMIN_URL.rsplit('/', 1)[0]}/{name}"
+    url = make_url(ADMIN_URL).set(database=name).render_as_string(hide_password=False)
     try:
         upgrade(url)
         yield url

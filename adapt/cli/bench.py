@@ -415,6 +415,7 @@ def bench_monitor(
     )
     from adapt.bench.report import write_outputs
     from adapt.bench.textcraft import select_tasks
+    from adapt.llm.openai_backend import closing_default_pool
 
     setup_logging(verbose)
     with user_errors():
@@ -424,10 +425,10 @@ def bench_monitor(
         noisy_spec(model, 0.0)
         tasks = select_tasks(split, None, limit)
     bench = run_with_progress(
-        "monitor", len(tasks) * len(names) * len(rates) * 2, lambda on_result: asyncio.run(
+        "monitor", len(tasks) * len(names) * len(rates) * 2, lambda on_result: asyncio.run(closing_default_pool(
             run_monitor_bench(model=model, rates=rates, strategies=names, d_max=d_max,
                               split=split, limit=limit, concurrency=concurrency,
-                              on_result=on_result)), rate=False)
+                              on_result=on_result))), rate=False)
     headers, rows = table(bench)
     grid = Table(title=f"Decoding monitor: {bench.task_count} {split} tasks, d_max {d_max}")
     for h in headers:

@@ -112,6 +112,7 @@ def run(
     """Run one task locally (no server, no database) and show the tree as it grows."""
     from adapt.engine import MemorySink, RunConfig
     from adapt.liveview import LiveTreeSink, render_summary
+    from adapt.llm.openai_backend import closing_default_pool
     from adapt.settings import get_settings
     from adapt.standalone import load_models, parse_config_json, run_local
 
@@ -150,16 +151,17 @@ def run(
     try:
         if as_json:
             sink = MemorySink()
-            result = asyncio.run(run_local(env, env_config, run_config, models, goal=goal,
-                                           sink=sink, cascade=executors))
+            result = asyncio.run(closing_default_pool(run_local(
+                env, env_config, run_config, models, goal=goal, sink=sink, cascade=executors)))
             payload = sink.tree(with_steps=True, with_calls=True)
             payload["models"] = models.describe()
             payload["environment"] = {"name": env, "config": env_config}
             sys.stdout.write(json.dumps(payload, indent=2) + "\n")
         else:
             with LiveTreeSink(out, title) as live:
-                result = asyncio.run(run_local(env, env_config, run_config, models, goal=goal,
-                                               sink=live, cascade=executors))
+                result = asyncio.run(closing_default_pool(run_local(
+                    env, env_config, run_config, models, goal=goal, sink=live,
+                    cascade=executors)))
             out.print()
             out.rule("result", style="dim")
             names = models.names()

@@ -23,8 +23,8 @@ import os
 import re
 import time
 import weakref
-from collections.abc import Mapping
-from typing import Any, NamedTuple, cast
+from collections.abc import Awaitable, Mapping
+from typing import Any, NamedTuple, TypeVar, cast
 from urllib.parse import urlsplit
 
 import httpx
@@ -39,6 +39,8 @@ from adapt.llm.guard import check_endpoint, is_loopback
 from adapt.llm.transport import HTTPClient, model_http_client
 
 logger = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 LOCAL_API_KEY = "sk-local-no-key-required"  # sent to loopback servers when no key is set
@@ -149,6 +151,16 @@ async def close_default_pool() -> None:
     pool = _default_pools.pop(asyncio.get_running_loop(), None)
     if pool is not None:
         await pool.aclose()
+
+
+async def closing_default_pool(work: Awaitable[T]) -> T:
+    """Await ``work``, then close the running loop's default pool (for ``asyncio.run`` entry
+    points: the HTTP client's connections are closed with the loop, not left to the garbage
+    collector, which warns about them)."""
+    try:
+        return await work
+    finally:
+        await close_default_pool()
 
 
 def validate_base_url(base_url: str) -> str:
