@@ -16,6 +16,8 @@ only while the attempt holds the lease.
 
 from __future__ import annotations
 
+import asyncio
+import weakref
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
@@ -132,6 +134,26 @@ SELECT last_seq, cancel_requested FROM t"""
 _PG = {False: _pg_statement(False), True: _pg_statement(True)}
 
 
+#: connections of an engine's pool left to everything but batch writes (heartbeats, claims)
+SPARE_CONNECTIONS = 2
+_slots: weakref.WeakKeyDictionary[Any, weakref.WeakKeyDictionary[Any, asyncio.Semaphore]] = (
+    weakref.WeakKeyDictionary())  # by event loop, by engine
+
+
+def write_slots(engine: AsyncEngine) -> asyncio.Semaphore:
+    """How many batch writes of ``engine`` may run at once: its pool's size, less
+    :data:`SPARE_CONNECTIONS`. A burst of writes beyond that waits for a pooled connection
+    instead of opening overflow connections, which the pool closes again after one write
+    (connecting, and preparing the batch statement anew, cost more CPU than the write)."""
+    by_engine = _slots.setdefault(asyncio.get_running_loop(), weakref.WeakKeyDictionary())
+    slots = by_engine.get(engine.sync_engine)
+    if slots is None:
+        size = getattr(engine.pool, "size", lambda: SPARE_CONNECTIONS + 1)()
+        slots = by_engine[engine.sync_engine] = asyncio.Semaphore(
+            max(1, size - SPARE_CONNECTIONS))
+    return slots
+
+
 async def write_postgres(engine: AsyncEngine, task_id: str, attempt: int, owner: str,
                          batch: Batch, values: dict[str, Any], now: datetime
                          ) -> tuple[int, bool] | None:
@@ -146,7 +168,7 @@ async def write_postgres(engine: AsyncEngine, task_id: str, attempt: int, owner:
     )
     if batch.final is not None:
         args += (_safe(batch.final).decode(),)
-    async with engine.connect() as conn:
+    async with write_slots(engine), engine.connect() as conn:
         # no transaction block: the statement is atomic on its own (BEGIN and COMMIT would be
         # two more round trips); SQLAlchemy still sees it (its events, its handling of a
         # connection that died in the pool: invalidated on use, never handed out again)

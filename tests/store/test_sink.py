@@ -205,3 +205,32 @@ async def test_a_failed_write_forgets_the_prompt_blocks_taken_as_stored(
         await sink.emit(answered(2))  # an answer is written at once
         await flush(sink)
     assert not known
+
+
+async def test_a_burst_of_writes_waits_for_pooled_connections(pg_url: str) -> None:
+    """More concurrent writes than the pool holds queue for its connections (all but two of
+    them) instead of opening overflow connections that the pool closes after one write."""
+    from sqlalchemy import event
+
+    from adapt.store.batch import SPARE_CONNECTIONS
+
+    engine = create_engine(pg_url, pool_size=4)
+    opened: list[int] = []
+    event.listen(engine.sync_engine, "connect", lambda *_: opened.append(1))
+    sessions = session_factory(engine)
+    try:
+        leased = [await leased_task(sessions, seed) for seed in range(24)]
+        before = len(opened)
+        sinks = [DbSink(sessions, task_id, attempt, OWNER) for task_id, attempt in leased]
+        for sink in sinks:  # no wait in between: 24 answers due at once
+            await sink.emit(NodeCreated(node=Node(id=1, goal="g")))
+            await sink.emit(answered(1))
+        await asyncio.gather(*(sink.settle() for sink in sinks))
+        async with sessions() as session:
+            stored = await session.scalar(select(func.count()).select_from(LLMCallRow).where(
+                LLMCallRow.task_id.in_([s.task_id for s in sinks])))
+        assert stored == 24
+        assert len(opened) <= 4  # never beyond the pool: no overflow connection
+        assert len(opened) - before <= 4 - SPARE_CONNECTIONS
+    finally:
+        await engine.dispose()
