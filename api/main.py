@@ -20,6 +20,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.errors import UserError
 from adapt.service.dispatch import Dispatcher
+from adapt.service.gc_tuning import tune_gc
 from adapt.settings import Settings, get_settings
 from adapt.store import migrate
 from adapt.store.db import create_engine, session_factory
@@ -85,6 +86,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         if given is None:
             owned = _make_dispatcher(settings, sessions)
         app.state.dispatcher = given or owned
+        tune_gc()  # a long-lived process from here on (full collections paused tree reads)
         log.info("API ready (database %s, %s mode)", _safe_url(settings.database_url),
                  "embedded" if settings.embedded else "broker")
         yield

@@ -15,9 +15,9 @@ import logging
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from adapt.service.execute import ServiceContext, drain, execute_task
+from adapt.service.gc_tuning import tune_gc
 from adapt.service.sweeper import reclaim_dead_leases, release_leases
 from adapt.settings import Settings
-from workers.loop import tune_gc
 from workers.sweeper import queued_grace, sweep_forever
 
 log = logging.getLogger(__name__)

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
-import gc
 import logging
 import os
 import threading
@@ -21,6 +20,7 @@ from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
 from adapt.service.execute import ServiceContext, drain, execute_task
+from adapt.service.gc_tuning import tune_gc
 from adapt.service.sweeper import release_leases
 from adapt.service.warmup import preload
 from adapt.settings import Settings
@@ -32,28 +32,6 @@ T = TypeVar("T")
 
 #: seconds a clean shutdown waits for cancelled tasks, lease release and closing connections
 SHUTDOWN_TIMEOUT = 10.0
-
-
-#: the cyclic garbage collector's first threshold in a worker (Python's default is 700): with
-#: hundreds of tasks alive, collecting every 700 net allocations cost ~7% of the CPU per call
-GC_THRESHOLD = 50_000
-
-
-_gc_tuned: int | None = None  # the pid whose collector was tuned
-
-
-def tune_gc() -> None:
-    """For a long-lived process that runs tasks (once per process): what exists after a
-    collection now (imported modules, settings) is left out of the collector's later scans,
-    and young objects are collected less often."""
-    global _gc_tuned
-    if _gc_tuned == os.getpid():
-        return
-    _gc_tuned = os.getpid()
-    gc.collect()
-    gc.freeze()
-    _, second, third = gc.get_threshold()
-    gc.set_threshold(GC_THRESHOLD, second, third)
 
 
 def new_event_loop() -> asyncio.AbstractEventLoop:
