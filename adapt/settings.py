@@ -121,7 +121,8 @@ class Settings(BaseSettings):
     celery_queue: str = Field(default="adapt", min_length=1,
                               description="The Celery queue tasks are published to.")
     db_pool_size: int = Field(default=10, ge=1, description="Database connections kept per "
-                              "process (PostgreSQL); up to as many again on bursts.")
+                              "process (PostgreSQL); up to as many again on bursts. Tasks' "
+                              "event writes use all but two of them at most (more wait).")
     store_prompts: bool = Field(
         default=True, description="Store LLM prompts with each call (completions are always "
         "stored).",

@@ -156,8 +156,8 @@ class DbSink:
 
     async def flush(self) -> None:
         """Write what is buffered, and wait for it (and for any earlier write)."""
-        self._start()
         await self._settle()
+        await self._write_now()
 
     async def flush_soon(self) -> None:
         """The engine's flush before an LLM call. The writes started before are awaited first
@@ -166,9 +166,10 @@ class DbSink:
         sent); any other is written while the model answers, and awaited by the next flush."""
         answered = self._due is not None
         await self._settle()
-        self._start()
         if answered:
-            await self._settle()
+            await self._write_now()
+        else:
+            self._start()
 
     def writing(self) -> asyncio.Future[None] | None:
         """The write under way in the background, if any."""
@@ -181,11 +182,21 @@ class DbSink:
             self._start()
         await self._settle()
 
-    def _start(self) -> None:
-        """Start writing what is buffered, after the write under way (if any)."""
+    async def _write_now(self) -> None:
+        """Write what is buffered and wait for it, with no write under way (no task)."""
+        self._cancel_due()
+        if self._batch.events:
+            batch, self._batch = self._batch, Batch()
+            await self._write_batch(batch)
+
+    def _cancel_due(self) -> None:
         if self._due is not None:
             self._due.cancel()
             self._due = None
+
+    def _start(self) -> None:
+        """Start writing what is buffered, after the write under way (if any)."""
+        self._cancel_due()
         if not self._batch.events:
             return
         batch, self._batch = self._batch, Batch()
