@@ -9,6 +9,7 @@ import pytest
 from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.envs.textcraft import TextCraft, tasks
 from adapt.llm import OpenAIChatModel, OpenAICompletionModel
+from adapt.llm.openai_backend import closing_default_pool
 from adapt.sim import from_spec
 from tests.simserver import SimServer, start_sim_server, stop_sim_server
 
@@ -68,7 +69,8 @@ async def test_adapt_over_http_through_the_openai_client(
     sim_server.reset()
     model = backend(SIM, base_url=sim_server.base_url, api_key="sim", max_retries=0)
     sink = MemorySink()
-    result = await run_task(TextCraft(), {"seed": 5}, RunConfig(d_max=4), model, sink=sink)
+    result = await closing_default_pool(
+        run_task(TextCraft(), {"seed": 5}, RunConfig(d_max=4), model, sink=sink))
     assert result.status == "succeeded" and result.reward == 1.0
     assert max(n.depth for n in sink.nodes.values()) > 1
     # usage comes from the server's responses, every call reached the server once
