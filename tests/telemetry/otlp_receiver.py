@@ -10,17 +10,16 @@ Prints its port on the first line of stdout once it listens on 127.0.0.1.
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
 )
+
+from tests.httpreceiver import QuietHandler, serve
 
 
 def main() -> None:
@@ -30,7 +29,7 @@ def main() -> None:
     args = parser.parse_args()
     lock = threading.Lock()
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("content-length") or 0))
             request = ExportTraceServiceRequest.FromString(body)
@@ -46,15 +45,7 @@ def main() -> None:
             self.end_headers()
             self.wfile.write(answer)
 
-        def log_message(self, format: str, *a: object) -> None:
-            return
-
-    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-    server.daemon_threads = True
-    print(server.server_address[1], flush=True)
-    with contextlib.suppress(KeyboardInterrupt):
-        server.serve_forever()
-    sys.exit(0)
+    serve(Handler)
 
 
 if __name__ == "__main__":

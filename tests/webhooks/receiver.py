@@ -9,12 +9,11 @@ Prints its port on the first line of stdout once it listens (on 127.0.0.1 unless
 from __future__ import annotations
 
 import argparse
-import contextlib
 import json
-import sys
 import threading
 import time
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+from tests.httpreceiver import QuietHandler, serve
 
 
 def main() -> None:
@@ -28,7 +27,7 @@ def main() -> None:
     lock = threading.Lock()
     seen = [0]
 
-    class Handler(BaseHTTPRequestHandler):
+    class Handler(QuietHandler):
         def do_POST(self) -> None:
             body = self.rfile.read(int(self.headers.get("content-length") or 0))
             with lock:
@@ -46,15 +45,7 @@ def main() -> None:
             self.send_header("content-length", "0")
             self.end_headers()
 
-        def log_message(self, format: str, *a: object) -> None:
-            return
-
-    server = ThreadingHTTPServer((args.host, args.port), Handler)
-    server.daemon_threads = True
-    print(server.server_address[1], flush=True)
-    with contextlib.suppress(KeyboardInterrupt):
-        server.serve_forever()
-    sys.exit(0)
+    serve(Handler, args.host, args.port)
 
 
 if __name__ == "__main__":

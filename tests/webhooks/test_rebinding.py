@@ -44,14 +44,17 @@ def rebinding_resolver(monkeypatch: pytest.MonkeyPatch, answers: list[str]) -> l
     return given
 
 
-async def test_a_name_that_rebinds_after_the_check_reaches_only_the_checked_address(
-        database_url: str, receiver: Callable[..., Receiver],
-        monkeypatch: pytest.MonkeyPatch) -> None:
+async def deliver_to_rebinding_name(
+        database_url: str, receiver: Callable[..., Receiver], monkeypatch: pytest.MonkeyPatch,
+        answers: list[str], **settings: Any) -> tuple[Receiver, Receiver, list[str], Any, int | None]:
+    """Run a task whose webhook names ``NAME`` (resolving as ``answers``), with a receiver on
+    the allowed 127.0.0.1 and one on the forbidden 127.0.0.2, same port. Returns (allowed,
+    forbidden, the resolver's answers, the delivery row, the port)."""
     allowed = receiver()
     port = urlsplit(allowed.url).port
     forbidden = receiver("--host", "127.0.0.2", "--port", str(port))
-    given = rebinding_resolver(monkeypatch, ["127.0.0.1", "127.0.0.2"])
-    ctx = make_ctx(database_url, "w1")  # allows 127.0.0.1/32 only
+    given = rebinding_resolver(monkeypatch, answers)
+    ctx = make_ctx(database_url, "w1", **settings)  # allows 127.0.0.1/32 only
     try:
         task_id = await insert_task(ctx.sessions, config={"seed": 11})
         await add_webhook(ctx.sessions, task_id, f"http://{NAME}:{port}/hooks",
@@ -60,6 +63,14 @@ async def test_a_name_that_rebinds_after_the_check_reaches_only_the_checked_addr
         [row] = await settled(ctx.sessions, task_id)
     finally:
         await ctx.aclose()
+    return allowed, forbidden, given, row, port
+
+
+async def test_a_name_that_rebinds_after_the_check_reaches_only_the_checked_address(
+        database_url: str, receiver: Callable[..., Receiver],
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    allowed, forbidden, given, row, port = await deliver_to_rebinding_name(
+        database_url, receiver, monkeypatch, ["127.0.0.1", "127.0.0.2"])
     assert forbidden.requests() == [], "the forbidden address was reached"
     assert given == ["127.0.0.1"], "resolved once, for the check"
     assert row.status == "delivered" and row.attempts == 1
@@ -70,18 +81,8 @@ async def test_a_name_that_rebinds_after_the_check_reaches_only_the_checked_addr
 async def test_a_name_that_resolves_to_a_forbidden_address_is_never_sent_to(
         database_url: str, receiver: Callable[..., Receiver],
         monkeypatch: pytest.MonkeyPatch) -> None:
-    allowed = receiver()
-    port = urlsplit(allowed.url).port
-    forbidden = receiver("--host", "127.0.0.2", "--port", str(port))
-    rebinding_resolver(monkeypatch, ["127.0.0.2", "127.0.0.1"])
-    ctx = make_ctx(database_url, "w1", webhook_retry_seconds=0.01)
-    try:
-        task_id = await insert_task(ctx.sessions, config={"seed": 11})
-        await add_webhook(ctx.sessions, task_id, f"http://{NAME}:{port}/hooks",
-                          ["task.finished"])
-        assert await execute_task(ctx, task_id) == "succeeded"
-        [row] = await settled(ctx.sessions, task_id)
-    finally:
-        await ctx.aclose()
+    allowed, forbidden, _, row, _ = await deliver_to_rebinding_name(
+        database_url, receiver, monkeypatch, ["127.0.0.2", "127.0.0.1"],
+        webhook_retry_seconds=0.01)
     assert row.status == "failed" and "resolves to 127.0.0.2" in (row.last_error or "")
     assert forbidden.requests() == [] and allowed.requests() == []
