@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapt.envs.intercode_bash.limits import command_group
+from adapt.envs.processes import SYSTEM_PATH, minimal_environment
 from adapt.errors import UserError
 
 #: seconds a command may run (InterCode's ``TIMEOUT_DURATION``)
@@ -66,6 +67,10 @@ KEPT_CAPABILITIES = (
     "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETUID",
     "CAP_SETGID",
 )
+#: parts of ``/proc`` that reach the host's kernel, mounted read-only over the sandbox's ``/proc``
+#: (``sys``: kernel parameters such as ``kernel.core_pattern``; bubblewrap covers these itself
+#: only when ``access()`` calls them writable, which ``/proc/sys`` never is for a directory)
+READ_ONLY_PROC = ("sys", "sysrq-trigger", "irq", "bus")
 #: the system packages the sandbox needs on the host (Debian names)
 SANDBOX_PACKAGES = ("bubblewrap", "util-linux")
 
@@ -77,9 +82,16 @@ _PROLOGUE = (
     "trap 'pwd >&{fd} 2>/dev/null; wait' EXIT\n"
 )
 
+# The environment of every process of the chain (the cgroup helper, unshare, sh, prlimit,
+# bubblewrap): built from nothing, never the worker's. bubblewrap stays PID 1 inside the sandbox,
+# where any command can read its /proc/1/environ.
+_LAUNCH_ENV = minimal_environment(home=SANDBOX_ENV["HOME"])
+
 # Mount the overlays (paths relative to the episode directory, so that every episode's mount
-# table reads the same), then hand over to bubblewrap.
+# table reads the same), then hand over to bubblewrap (without the variables a shell exports on
+# its own: PWD would show the episode's host path in bubblewrap's environment).
 _MOUNT = (
+    "unset PWD OLDPWD SHLVL; "
     "mount -t overlay overlay -o lowerdir=$1,upperdir=root/up,workdir=root/work merged && "
     "mount -t overlay overlay -o lowerdir=u0,upperdir=usr/up,workdir=usr/work merged/usr && "
     'shift && exec "$@"'
@@ -110,7 +122,7 @@ class CommandResult:
 def missing_tools() -> list[str]:
     """The host programs the sandbox needs but cannot find."""
     return [tool for tool in ("bwrap", "unshare", "mount", "prlimit", "bash")
-            if shutil.which(tool) is None]
+            if shutil.which(tool, path=SYSTEM_PATH) is None]
 
 
 def require_tools() -> None:
@@ -197,7 +209,11 @@ class Sandbox:
             "unshare", "--mount", "--propagation", "private", "--",
             "/bin/sh", "-c", _MOUNT, "adapt-sandbox", self._lowerdir,
             "prlimit", *limits, "--",
-            "bwrap", "--bind", "merged", "/", "--proc", "/proc", "--dev", "/dev",
+            "bwrap", "--bind", "merged", "/", "--proc", "/proc",
+            "--ro-bind", "/proc/sys", "/proc/sys",
+            *(arg for name in READ_ONLY_PROC[1:]
+              for arg in ("--ro-bind-try", f"/proc/{name}", f"/proc/{name}")),
+            "--dev", "/dev",
             "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--hostname", HOSTNAME, "--die-with-parent",
             "--new-session", "--cap-drop", "ALL",
@@ -223,6 +239,7 @@ class Sandbox:
                 proc = subprocess.Popen(
                     argv, cwd=self.dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT, pass_fds=(pwd_write,), start_new_session=True,
+                    env=_LAUNCH_ENV,
                 )
             finally:
                 os.close(pwd_write)
