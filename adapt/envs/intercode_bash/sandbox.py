@@ -21,6 +21,27 @@ have at once (a fork bomb fails to fork). The working directory persists across 
 shell (``cd`` works): the shell reports it at exit on a pipe that only the parent reads, at most
 ``MAX_PWD_BYTES`` of it kept (the command can write nothing to the host through it); shell
 variables do not persist (each command is a new ``bash``, as in InterCode).
+
+Nothing of the worker's environment reaches the sandbox. Every process of the chain (the cgroup
+helper, ``unshare``, ``sh``, ``prlimit``, bubblewrap) starts with
+:func:`adapt.envs.processes.minimal_environment` (``PATH``, ``LANG``, ``HOME``), the command with
+``SANDBOX_ENV``. The chain's matters: bubblewrap's own process stays PID 1 inside, and Linux
+shows a process's initial environment in ``/proc/PID/environ`` (to the sandbox's root, for
+PID 1); ``--clearenv`` cleans only the command's. What else was tried on the host, and why not:
+
+- ``--as-pid-1`` (the command's shell as PID 1, no bubblewrap inside): the kernel ignores the
+  signals PID 1 has no handler for, so ``kill $$`` in a command would do nothing, unlike in
+  InterCode's container. With a clean environment, bubblewrap as PID 1 shows nothing secret.
+- ``--unshare-user``: bubblewrap maps only the sandbox's root, to the host's root, so every
+  other owner shows as ``nobody`` (``ls -l`` and ``chown`` tasks change), and the kernel's checks
+  for uid 0 (such as those of ``/proc/sys``) pass as before: no gain for that cost.
+
+``/proc`` is the sandbox's own (its PID namespace: only its processes are there), and the parts
+of it that reach the host's kernel (``READ_ONLY_PROC``: ``/proc/sys`` and others) are bound
+read-only over it from the launcher's ``/proc``. bubblewrap covers them itself only where
+``access()`` calls them writable, which on this project's hosts it did not for ``/proc/sys``:
+the sandbox's root could set kernel parameters for the whole host (``kernel.core_pattern``
+names a program the kernel runs as root).
 """
 
 from __future__ import annotations
