@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapt.envs.intercode_bash.limits import command_group
-from adapt.envs.processes import SYSTEM_PATH, minimal_environment
+from adapt.envs.processes import minimal_environment
 from adapt.errors import UserError
 
 #: seconds a command may run (InterCode's ``TIMEOUT_DURATION``)
@@ -103,19 +103,24 @@ _PROLOGUE = (
     "trap 'pwd >&{fd} 2>/dev/null; wait' EXIT\n"
 )
 
+#: the host programs the sandbox runs
+TOOLS = ("bwrap", "unshare", "mount", "prlimit", "bash")
+
 # The environment of every process of the chain (the cgroup helper, unshare, sh, prlimit,
 # bubblewrap): built from nothing, never the worker's. bubblewrap stays PID 1 inside the sandbox,
-# where any command can read its /proc/1/environ.
+# where any command can read its /proc/1/environ. The tools are found on the worker's PATH
+# (where the operator installed them) and started by their full paths.
 _LAUNCH_ENV = minimal_environment(home=SANDBOX_ENV["HOME"])
 
 # Mount the overlays (paths relative to the episode directory, so that every episode's mount
 # table reads the same), then hand over to bubblewrap (without the variables a shell exports on
 # its own: PWD would show the episode's host path in bubblewrap's environment).
+# Arguments: the mount program, the lower directories, then the command to hand over to.
 _MOUNT = (
     "unset PWD OLDPWD SHLVL; "
-    "mount -t overlay overlay -o lowerdir=$1,upperdir=root/up,workdir=root/work merged && "
-    "mount -t overlay overlay -o lowerdir=u0,upperdir=usr/up,workdir=usr/work merged/usr && "
-    'shift && exec "$@"'
+    '"$1" -t overlay overlay -o lowerdir=$2,upperdir=root/up,workdir=root/work merged && '
+    '"$1" -t overlay overlay -o lowerdir=u0,upperdir=usr/up,workdir=usr/work merged/usr && '
+    'shift 2 && exec "$@"'
 )
 
 
@@ -142,8 +147,7 @@ class CommandResult:
 
 def missing_tools() -> list[str]:
     """The host programs the sandbox needs but cannot find."""
-    return [tool for tool in ("bwrap", "unshare", "mount", "prlimit", "bash")
-            if shutil.which(tool, path=SYSTEM_PATH) is None]
+    return [tool for tool in TOOLS if shutil.which(tool) is None]
 
 
 def require_tools() -> None:
@@ -227,10 +231,10 @@ class Sandbox:
         if self.max_memory:
             limits.append(f"--as={int(self.max_memory)}")
         argv = [
-            "unshare", "--mount", "--propagation", "private", "--",
-            "/bin/sh", "-c", _MOUNT, "adapt-sandbox", self._lowerdir,
-            "prlimit", *limits, "--",
-            "bwrap", "--bind", "merged", "/", "--proc", "/proc",
+            _where("unshare"), "--mount", "--propagation", "private", "--",
+            "/bin/sh", "-c", _MOUNT, "adapt-sandbox", _where("mount"), self._lowerdir,
+            _where("prlimit"), *limits, "--",
+            _where("bwrap"), "--bind", "merged", "/", "--proc", "/proc",
             "--ro-bind", "/proc/sys", "/proc/sys",
             *(arg for name in READ_ONLY_PROC[1:]
               for arg in ("--ro-bind-try", f"/proc/{name}", f"/proc/{name}")),
@@ -349,6 +353,12 @@ class Sandbox:
     def __del__(self) -> None:  # a forgotten episode must not leave its layer behind
         with contextlib.suppress(Exception):
             self.close()
+
+
+def _where(tool: str) -> str:
+    """The full path of ``tool`` on the worker's ``PATH`` (its name when it is not there: the
+    launch then fails and says so)."""
+    return shutil.which(tool) or tool
 
 
 def _drain(fd: int, limit: int = 1 << 20) -> bytes:
