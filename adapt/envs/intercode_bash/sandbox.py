@@ -39,7 +39,8 @@ PID 1); ``--clearenv`` cleans only the command's. What else was tried on the hos
 ``/proc`` is the sandbox's own (its PID namespace: only its processes are there), and the parts
 of it that reach the host's kernel (``READ_ONLY_PROC``: ``/proc/sys`` and others) are bound
 read-only over it from the launcher's ``/proc``. bubblewrap covers them itself only where
-``access()`` calls them writable, which on this project's hosts it did not for ``/proc/sys``:
+``access()`` calls them writable, which on gVisor (this project's hosts) it did not for
+``/proc/sys``:
 the sandbox's root could set kernel parameters for the whole host (``kernel.core_pattern``
 names a program the kernel runs as root).
 """
@@ -90,7 +91,7 @@ KEPT_CAPABILITIES = (
 )
 #: parts of ``/proc`` that reach the host's kernel, mounted read-only over the sandbox's ``/proc``
 #: (``sys``: kernel parameters such as ``kernel.core_pattern``; bubblewrap covers these itself
-#: only when ``access()`` calls them writable, which ``/proc/sys`` never is for a directory)
+#: only when ``access()`` calls them writable, which it did not for ``/proc/sys`` on gVisor)
 READ_ONLY_PROC = ("sys", "sysrq-trigger", "irq", "bus")
 #: the system packages the sandbox needs on the host (Debian names)
 SANDBOX_PACKAGES = ("bubblewrap", "util-linux")
