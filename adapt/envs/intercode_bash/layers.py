@@ -42,6 +42,7 @@ from adapt.envs.intercode_bash.atomic import building, write_atomic
 from adapt.envs.intercode_bash.changes import Manifest, build_manifest
 from adapt.envs.intercode_bash.sandbox import HOSTNAME, Sandbox, check_sandbox, require_tools
 from adapt.envs.intercode_bash.usr import build_usr, closure
+from adapt.envs.processes import minimal_environment
 from adapt.errors import UserError
 
 logger = logging.getLogger(__name__)
@@ -114,12 +115,13 @@ class Layers:
 
 def missing_packages(packages: Iterable[str] = IMAGE_PACKAGES) -> list[str]:
     """The Debian packages of ``packages`` that are not installed on the host."""
-    if shutil.which("dpkg-query") is None:
+    dpkg_query = shutil.which("dpkg-query")
+    if dpkg_query is None:
         return []  # not Debian: trust the host (the gold tests show what is missing)
     missing = []
     for pkg in packages:
-        res = subprocess.run(["dpkg-query", "-W", "-f=${Status}", pkg], capture_output=True,
-                             text=True, check=False)
+        res = subprocess.run([dpkg_query, "-W", "-f=${Status}", pkg], capture_output=True,
+                             text=True, check=False, env=minimal_environment())
         if "install ok installed" not in res.stdout:
             missing.append(pkg)
     return missing

@@ -21,6 +21,28 @@ have at once (a fork bomb fails to fork). The working directory persists across 
 shell (``cd`` works): the shell reports it at exit on a pipe that only the parent reads, at most
 ``MAX_PWD_BYTES`` of it kept (the command can write nothing to the host through it); shell
 variables do not persist (each command is a new ``bash``, as in InterCode).
+
+Nothing of the worker's environment reaches the sandbox. Every process of the chain (the cgroup
+helper, ``unshare``, ``sh``, ``prlimit``, bubblewrap) starts with
+:func:`adapt.envs.processes.minimal_environment` (``PATH``, ``LANG``, ``HOME``), the command with
+``SANDBOX_ENV``. The chain's matters: bubblewrap's own process stays PID 1 inside, and Linux
+shows a process's initial environment in ``/proc/PID/environ`` (to the sandbox's root, for
+PID 1); ``--clearenv`` cleans only the command's. What else was tried on the host, and why not:
+
+- ``--as-pid-1`` (the command's shell as PID 1, no bubblewrap inside): the kernel ignores the
+  signals PID 1 has no handler for, so ``kill $$`` in a command would do nothing, unlike in
+  InterCode's container. With a clean environment, bubblewrap as PID 1 shows nothing secret.
+- ``--unshare-user``: bubblewrap maps only the sandbox's root, to the host's root, so every
+  other owner shows as ``nobody`` (``ls -l`` and ``chown`` tasks change), and the kernel's checks
+  for uid 0 (such as those of ``/proc/sys``) pass as before: no gain for that cost.
+
+``/proc`` is the sandbox's own (its PID namespace: only its processes are there), and the parts
+of it that reach the host's kernel (``READ_ONLY_PROC``: ``/proc/sys`` and others) are bound
+read-only over it from the launcher's ``/proc``. bubblewrap covers them itself only where
+``access()`` calls them writable, which on gVisor (this project's hosts) it did not for
+``/proc/sys``:
+the sandbox's root could set kernel parameters for the whole host (``kernel.core_pattern``
+names a program the kernel runs as root).
 """
 
 from __future__ import annotations
@@ -38,6 +60,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapt.envs.intercode_bash.limits import command_group
+from adapt.envs.processes import minimal_environment
 from adapt.errors import UserError
 
 #: seconds a command may run (InterCode's ``TIMEOUT_DURATION``)
@@ -66,6 +89,10 @@ KEPT_CAPABILITIES = (
     "CAP_CHOWN", "CAP_DAC_OVERRIDE", "CAP_FOWNER", "CAP_FSETID", "CAP_KILL", "CAP_SETUID",
     "CAP_SETGID",
 )
+#: parts of ``/proc`` that reach the host's kernel, mounted read-only over the sandbox's ``/proc``
+#: (``sys``: kernel parameters such as ``kernel.core_pattern``; bubblewrap covers these itself
+#: only when ``access()`` calls them writable, which it did not for ``/proc/sys`` on gVisor)
+READ_ONLY_PROC = ("sys", "sysrq-trigger", "irq", "bus")
 #: the system packages the sandbox needs on the host (Debian names)
 SANDBOX_PACKAGES = ("bubblewrap", "util-linux")
 
@@ -77,12 +104,24 @@ _PROLOGUE = (
     "trap 'pwd >&{fd} 2>/dev/null; wait' EXIT\n"
 )
 
+#: the host programs the sandbox runs
+TOOLS = ("bwrap", "unshare", "mount", "prlimit", "bash")
+
+# The environment of every process of the chain (the cgroup helper, unshare, sh, prlimit,
+# bubblewrap): built from nothing, never the worker's. bubblewrap stays PID 1 inside the sandbox,
+# where any command can read its /proc/1/environ. The tools are found on the worker's PATH
+# (where the operator installed them) and started by their full paths.
+_LAUNCH_ENV = minimal_environment(home=SANDBOX_ENV["HOME"])
+
 # Mount the overlays (paths relative to the episode directory, so that every episode's mount
-# table reads the same), then hand over to bubblewrap.
+# table reads the same), then hand over to bubblewrap (without the variables a shell exports on
+# its own: PWD would show the episode's host path in bubblewrap's environment).
+# Arguments: the mount program, the lower directories, then the command to hand over to.
 _MOUNT = (
-    "mount -t overlay overlay -o lowerdir=$1,upperdir=root/up,workdir=root/work merged && "
-    "mount -t overlay overlay -o lowerdir=u0,upperdir=usr/up,workdir=usr/work merged/usr && "
-    'shift && exec "$@"'
+    "unset PWD OLDPWD SHLVL; "
+    '"$1" -t overlay overlay -o lowerdir=$2,upperdir=root/up,workdir=root/work merged && '
+    '"$1" -t overlay overlay -o lowerdir=u0,upperdir=usr/up,workdir=usr/work merged/usr && '
+    'shift 2 && exec "$@"'
 )
 
 
@@ -109,8 +148,7 @@ class CommandResult:
 
 def missing_tools() -> list[str]:
     """The host programs the sandbox needs but cannot find."""
-    return [tool for tool in ("bwrap", "unshare", "mount", "prlimit", "bash")
-            if shutil.which(tool) is None]
+    return [tool for tool in TOOLS if shutil.which(tool) is None]
 
 
 def require_tools() -> None:
@@ -194,10 +232,14 @@ class Sandbox:
         if self.max_memory:
             limits.append(f"--as={int(self.max_memory)}")
         argv = [
-            "unshare", "--mount", "--propagation", "private", "--",
-            "/bin/sh", "-c", _MOUNT, "adapt-sandbox", self._lowerdir,
-            "prlimit", *limits, "--",
-            "bwrap", "--bind", "merged", "/", "--proc", "/proc", "--dev", "/dev",
+            _where("unshare"), "--mount", "--propagation", "private", "--",
+            "/bin/sh", "-c", _MOUNT, "adapt-sandbox", _where("mount"), self._lowerdir,
+            _where("prlimit"), *limits, "--",
+            _where("bwrap"), "--bind", "merged", "/", "--proc", "/proc",
+            "--ro-bind", "/proc/sys", "/proc/sys",
+            *(arg for name in READ_ONLY_PROC[1:]
+              for arg in ("--ro-bind-try", f"/proc/{name}", f"/proc/{name}")),
+            "--dev", "/dev",
             "--unshare-pid", "--unshare-net", "--unshare-ipc", "--unshare-uts",
             "--unshare-cgroup-try", "--hostname", HOSTNAME, "--die-with-parent",
             "--new-session", "--cap-drop", "ALL",
@@ -223,6 +265,7 @@ class Sandbox:
                 proc = subprocess.Popen(
                     argv, cwd=self.dir, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
                     stderr=subprocess.STDOUT, pass_fds=(pwd_write,), start_new_session=True,
+                    env=_LAUNCH_ENV,
                 )
             finally:
                 os.close(pwd_write)
@@ -311,6 +354,12 @@ class Sandbox:
     def __del__(self) -> None:  # a forgotten episode must not leave its layer behind
         with contextlib.suppress(Exception):
             self.close()
+
+
+def _where(tool: str) -> str:
+    """The full path of ``tool`` on the worker's ``PATH`` (its name when it is not there: the
+    launch then fails and says so)."""
+    return shutil.which(tool) or tool
 
 
 def _drain(fd: int, limit: int = 1 << 20) -> bytes:

@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from adapt.envs.intercode_bash.atomic import building
+from adapt.envs.processes import minimal_environment
 
 _DPKG_INFO = Path("/var/lib/dpkg/info")
 _FIELDS = "${Package}\t${Status}\t${Essential}\t${Priority}\t${Pre-Depends}\t${Depends}\t" \
@@ -29,8 +30,9 @@ _FIELDS = "${Package}\t${Status}\t${Essential}\t${Priority}\t${Pre-Depends}\t${D
 
 def _installed() -> dict[str, tuple[bool, list[list[str]], list[str]]]:
     """Installed packages: name -> (base package?, dependency groups, provided names)."""
-    out = subprocess.run(["dpkg-query", "-W", "-f", _FIELDS], capture_output=True, text=True,
-                         check=True).stdout
+    dpkg_query = shutil.which("dpkg-query") or "dpkg-query"
+    out = subprocess.run([dpkg_query, "-W", "-f", _FIELDS], capture_output=True, text=True,
+                         check=True, env=minimal_environment()).stdout
     packages: dict[str, tuple[bool, list[list[str]], list[str]]] = {}
     for line in out.splitlines():
         parts = line.split("\t")

@@ -5,10 +5,12 @@
 1. checks the dump file and the admin connection (``UserError`` with a fix for a missing file,
    an unreachable server or bad credentials);
 2. loads the dump as-is through the ``mariadb`` (or ``mysql``) client binary when one is on
-   ``PATH``, else by executing its statements one by one with pymysql. The dump's own
-   account statements (``CREATE USER 'admin'...``, ``GRANT``, ``FLUSH PRIVILEGES``) are left
-   out: they would fail on a second run and hand out an all-privileges account. Every table is
-   ``DROP TABLE IF EXISTS`` + ``CREATE`` + ``INSERT``, so reloading replaces the data;
+   ``PATH`` (with an environment built from nothing, and in its sandbox mode where it has one,
+   so that a ``system`` line in the dump runs nothing on this host), else by executing its
+   statements one by one with pymysql. The dump's own account statements (``CREATE USER
+   'admin'...``, ``GRANT``, ``FLUSH PRIVILEGES``) are left out: they would fail on a second run
+   and hand out an all-privileges account. Every table is ``DROP TABLE IF EXISTS`` + ``CREATE``
+   + ``INSERT``, so reloading replaces the data;
 3. creates (or updates the password of) the agent user for hosts ``%`` and ``localhost``,
    revokes everything it had and grants ``SELECT, SHOW VIEW`` on each loaded database only.
 
@@ -18,9 +20,9 @@ it creates is missing (the user and grants are always refreshed).
 
 from __future__ import annotations
 
+import functools
 import importlib
 import logging
-import os
 import re
 import shutil
 import subprocess
@@ -30,6 +32,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from adapt.envs.processes import minimal_environment
 from adapt.errors import UserError
 
 logger = logging.getLogger(__name__)
@@ -268,11 +271,25 @@ def _client_binary() -> str | None:
     return None
 
 
+@functools.cache
+def _has_sandbox_mode(binary: str) -> bool:
+    """Whether the client takes ``--sandbox`` (MariaDB 10.5.25, 10.6.18, 10.11.8, 11.0.6 and
+    later): it then refuses the client's own commands in the dump (``system``, ``\\!``,
+    ``source``, ``tee``), which would otherwise run on this host."""
+    try:
+        done = subprocess.run([binary, "--help"], capture_output=True, timeout=30, check=False,
+                              env=minimal_environment())
+    except (OSError, subprocess.TimeoutExpired):
+        return False
+    return b"--sandbox" in done.stdout
+
+
 def _load_with_client(
     binary: str, text: str, *, host: str, port: int, user: str, password: str
 ) -> None:
-    env = dict(os.environ)
-    env["MYSQL_PWD"] = password  # not on the command line, where ps would show it
+    # built from nothing: the dump is data from elsewhere, and the worker's environment holds
+    # secrets; the password is not on the command line, where ps would show it
+    env = minimal_environment(extra={"MYSQL_PWD": password})
     args = [
         binary,
         f"--host={host}",
@@ -281,6 +298,8 @@ def _load_with_client(
         "--batch",
         "--default-character-set=utf8mb4",
     ]
+    if _has_sandbox_mode(binary):
+        args.append("--sandbox")
     if host not in ("localhost", ""):
         args.append("--protocol=TCP")
     try:

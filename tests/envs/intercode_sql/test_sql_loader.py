@@ -8,6 +8,9 @@ import pytest
 
 from adapt.envs.intercode_sql import load_sql
 from adapt.envs.intercode_sql.loader import (
+    _client_binary,
+    _has_sandbox_mode,
+    _load_with_client,
     _statements,
     connect,
     dump_schema,
@@ -17,6 +20,7 @@ from adapt.errors import UserError
 from tests.sqldb import ADMIN_PASSWORD, ADMIN_USER, HOST, PORT, Server
 
 TINY_DB = "adapt_test_tiny_sql"
+SYSTEM_DB = "adapt_test_system_sql"
 TINY_DUMP = f"""-- TEST USER
 CREATE USER 'admin'@'%' IDENTIFIED BY 'admin';
 GRANT ALL PRIVILEGES ON *.* TO 'admin'@'%';
@@ -99,6 +103,47 @@ def test_load_tiny_dump_twice(server: Server, tmp_path: Path, use_client: bool) 
             cur.execute(f"DROP DATABASE IF EXISTS `{TINY_DB}`")
             for host in ("%", "localhost"):
                 cur.execute(f"DROP USER IF EXISTS '{KW['agent_user']}'@'{host}'")
+        admin.close()
+
+
+def test_the_client_runs_with_an_environment_built_from_nothing(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("ADAPT_METRICS_TOKEN", "sentinel-sql-client")
+    seen = tmp_path / "environ"
+    client = tmp_path / "mariadb"
+    client.write_text(f'#!/bin/sh\n[ "$1" = --help ] && exit 0\nenv > {seen}\ncat > /dev/null\n')
+    client.chmod(0o755)
+    _load_with_client(str(client), "SELECT 1;", host=HOST, port=PORT, user="u", password="pw")
+    env = dict(line.split("=", 1) for line in seen.read_text().splitlines())
+    assert env["MYSQL_PWD"] == "pw"
+    assert "sentinel-sql-client" not in seen.read_text()
+    assert not any(name.startswith("ADAPT_") for name in env)
+
+
+def test_client_commands_in_a_dump_do_not_run(tmp_path: Path) -> None:
+    """``system ...`` in a dump would run a shell command on this host; the client's sandbox
+    mode refuses it, and the load fails saying so."""
+    binary = _client_binary()
+    if binary is None or not _has_sandbox_mode(binary):
+        pytest.skip("no MariaDB client with --sandbox (MariaDB 10.5.25+)")
+    try:
+        connect(host=HOST, port=PORT, user=ADMIN_USER, password=ADMIN_PASSWORD).close()
+    except UserError as exc:
+        pytest.skip(f"no MariaDB server: {exc}")
+    marker = tmp_path / "ran"
+    dump = tmp_path / "system.sql"
+    dump.write_text(f"CREATE DATABASE IF NOT EXISTS `{SYSTEM_DB}`;\nUSE `{SYSTEM_DB}`;\n"
+                    "CREATE TABLE IF NOT EXISTS `t` (`id` int);\n"
+                    f"system touch {marker}\n")
+    try:
+        with pytest.raises(UserError, match="sandbox mode"):
+            load_sql(dump, **KW, use_client=True)
+        assert not marker.exists()
+    finally:
+        admin = connect(host=HOST, port=PORT, user=ADMIN_USER, password=ADMIN_PASSWORD)
+        with admin.cursor() as cur:
+            cur.execute(f"DROP DATABASE IF EXISTS `{SYSTEM_DB}`")
         admin.close()
 
 
