@@ -57,7 +57,7 @@ class TestWithLoopbackAllowed:
         assert plain["webhook"] is None
         # the log: empty until events happen, then one row per delivery
         r = await client.get(f"/tasks/{body['id']}/deliveries")
-        assert r.status_code == 200 and r.json() == {"items": []}
+        assert r.status_code == 200 and r.json() == {"items": [], "next_cursor": None}
         async with sessions_of(app).begin() as session:
             await store.record(session, body["id"], "task.finished", "finished:9",
                                {"task_id": body["id"]},
