@@ -21,6 +21,7 @@ import json
 import logging
 import time
 from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
@@ -107,6 +108,9 @@ class WebhookSender:
         self.tenant_slots = min(settings.webhook_tenant_concurrency, self.slots)
         #: deliveries being sent, by tenant
         self.busy: Counter[str] = Counter()
+        #: name lookups run here, not in asyncio's small default pool: a user controls their
+        #: name's DNS and can make a lookup hang past the deadline (its thread stays busy)
+        self._resolver = ThreadPoolExecutor(self.slots, thread_name_prefix="adapt-webhook-dns")
         self._wake = asyncio.Event()
         self._client: httpx.AsyncClient | None = None
 
@@ -156,6 +160,7 @@ class WebhookSender:
                 task.cancel()
             await asyncio.gather(*sending, return_exceptions=True)
             await self._client.aclose()
+            self._resolver.shutdown(wait=False, cancel_futures=True)
 
     async def _claim(self, limit: int) -> list[tuple[store.Claimed, float]]:
         """Claim up to ``limit`` due deliveries; each with its deadline (the loop's clock),
@@ -202,7 +207,8 @@ class WebhookSender:
         prefix = b""
         try:
             async with asyncio.timeout_at(deadline):
-                addresses = await asyncio.to_thread(self.policy.resolve_and_check, d.url)
+                addresses = await asyncio.get_running_loop().run_in_executor(
+                    self._resolver, self.policy.resolve_and_check, d.url)
             headers = {"content-type": "application/json", **sign(d.secret, d.id, body)}
             answer = await post_pinned(self._client, d.url, addresses, body, headers,
                                        deadline=deadline)

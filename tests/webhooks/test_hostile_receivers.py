@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import asyncio
 import re
+import socket
+import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
+import pytest
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -191,3 +194,45 @@ async def test_one_tenants_slow_endpoints_do_not_delay_another_tenants_webhook(
     assert row.event_type == "task.finished"
     assert len(slow.requests()) <= ctx.settings.webhook_tenant_concurrency
 
+
+
+async def test_names_whose_lookup_hangs_do_not_hold_the_default_thread_pool(
+        database_url: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A user controls their name's DNS and can make lookups hang past the deadline: the
+    sender resolves in a pool of its own, so asyncio's default pool (the dispatcher's, the
+    telemetry's) stays free while 40 lookups hang."""
+    real = socket.getaddrinfo
+    hanging: list[str] = []
+    release = threading.Event()
+
+    def slow(host: Any, *args: Any, **kwargs: Any) -> Any:
+        if not str(host).endswith(".slow-dns.test"):
+            return real(host, *args, **kwargs)
+        hanging.append(host)
+        release.wait(10)
+        raise socket.gaierror(socket.EAI_AGAIN, "timed out")
+
+    monkeypatch.setattr(socket, "getaddrinfo", slow)
+    ctx = make_ctx(database_url, "w1", webhook_timeout_seconds=0.5, webhook_concurrency=40)
+    try:
+        for t in range(8):
+            await finished_task(ctx.sessions, [f"https://h{t}-{i}.slow-dns.test/x"
+                                               for i in range(5)], tenant=f"t{t}")
+        sender = WebhookSender(ctx.settings, ctx.sessions, "w1")
+        run = asyncio.create_task(sender.run())
+        try:
+            t0 = time.monotonic()
+            while len(hanging) < 40 and time.monotonic() - t0 < 3.0:
+                await asyncio.sleep(0.02)  # (not in a thread: the pool under test)
+            t0 = time.monotonic()
+            await asyncio.wait_for(asyncio.to_thread(time.monotonic), 2.0)
+            waited = time.monotonic() - t0
+        finally:
+            release.set()
+            run.cancel()
+            await asyncio.gather(run, return_exceptions=True)
+    finally:
+        release.set()
+        await ctx.aclose()
+    assert len(hanging) == 40, "every lookup started at once, and none ended"
+    assert waited < 0.5, waited
