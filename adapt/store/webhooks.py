@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Integer, and_, cast, exists, func, or_, select, update
+from sqlalchemy import Integer, and_, cast, exists, func, insert, literal, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -54,17 +54,23 @@ async def list_endpoints(session: AsyncSession, tenant: str) -> Sequence[Webhook
         .order_by(WebhookEndpoint.created_at, WebhookEndpoint.id))).scalars().all()
 
 
-async def count_endpoints(session: AsyncSession, tenant: str) -> int:
-    """The tenant's endpoints (not a task's own webhook, not deleted). On PostgreSQL this
-    first takes a transaction lock on the tenant, so that a count followed by an insert in
-    the same transaction is never raced by another one (SQLite runs one write at a time)."""
+async def add_endpoint(session: AsyncSession, row: WebhookEndpoint, *, limit: int) -> bool:
+    """Insert ``row`` (a tenant endpoint) unless its tenant already has ``limit`` endpoints;
+    False then. One conditional INSERT, which SQLite runs under its write lock; on PostgreSQL
+    after a transaction lock on the tenant (two concurrent READ COMMITTED inserts would each
+    count without the other). The caller commits."""
     if session.get_bind().dialect.name == "postgresql":
         await session.execute(select(func.pg_advisory_xact_lock(
-            func.hashtext("adapt.webhook_endpoints:" + tenant))))
-    return int((await session.execute(
-        select(func.count()).select_from(WebhookEndpoint).where(
-            WebhookEndpoint.tenant == tenant, WebhookEndpoint.task_id.is_(None),
-            WebhookEndpoint.disabled_at.is_(None)))).scalar_one())
+            func.hashtext("adapt.webhook_endpoints:" + row.tenant))))
+    existing = (select(func.count()).select_from(WebhookEndpoint).where(
+        WebhookEndpoint.tenant == row.tenant, WebhookEndpoint.task_id.is_(None),
+        WebhookEndpoint.disabled_at.is_(None)).scalar_subquery())
+    columns = [c for c in WebhookEndpoint.__table__.columns if getattr(row, c.key) is not None]
+    values = select(*(literal(getattr(row, c.key), type_=c.type) for c in columns)).where(
+        existing < limit)
+    result = await session.execute(
+        insert(WebhookEndpoint).from_select([c.key for c in columns], values))
+    return int(getattr(result, "rowcount", 0) or 0) == 1
 
 
 async def get_endpoint(session: AsyncSession, tenant: str, endpoint_id: str
@@ -340,7 +346,7 @@ async def endpoints_of_task(session: AsyncSession, task_id: str
         select(WebhookEndpoint).where(WebhookEndpoint.task_id == task_id))).scalars().all()
 
 
-__all__ = ["LIMIT_REACHED", "Claimed", "Target", "claim_due", "count_endpoints", "delivery_id",
+__all__ = ["LIMIT_REACHED", "Claimed", "Target", "add_endpoint", "claim_due", "delivery_id",
            "disable_endpoint",
            "finished_data", "for_task", "get_endpoint", "list_endpoints", "new_endpoint", "record",
            "record_attempt", "record_end", "targets", "targets_in"]

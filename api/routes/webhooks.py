@@ -56,15 +56,14 @@ async def create_endpoint(body: WebhookEndpointCreate, response: Response,
     except SubmissionInvalid as exc:
         raise invalid_field(exc.field.lstrip("."), exc.message) from None
     limit = settings.webhook_max_endpoints_per_tenant
-    if await store.count_endpoints(session, tenant) >= limit:
+    row = store.new_endpoint(tenant, body.url, body.events, description=body.description)
+    if not await store.add_endpoint(session, row, limit=limit):
         await session.rollback()
         raise ProblemError(
             409, f"this tenant has {limit} webhook endpoints, the most it may have "
             f"(ADAPT_WEBHOOK_MAX_ENDPOINTS_PER_TENANT = {limit}); delete one first "
             "(DELETE /webhooks/{id})", slug="webhook-endpoint-limit", title="Conflict",
             extra={"limit": limit})
-    row = store.new_endpoint(tenant, body.url, body.events, description=body.description)
-    session.add(row)
     await session.commit()
     response.headers["Location"] = f"/webhooks/{row.id}"
     return _public(row, with_secret=True)

@@ -3,6 +3,7 @@ policy (loopback refused unless the operator allows it) and the delivery log."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import httpx
@@ -128,6 +129,14 @@ class TestWithFewEndpoints:
         assert (await client.delete(f"/webhooks/{made[0]['id']}")).status_code == 204
         assert (await client.post("/webhooks", json={"url": "https://h.example/5"})
                 ).status_code == 201
+
+    async def test_the_cap_holds_under_concurrent_requests(self,
+                                                           client: httpx.AsyncClient) -> None:
+        replies = await asyncio.gather(*(client.post("/webhooks", json={
+            "url": f"https://h.example/{i}"}) for i in range(8)))
+        assert sorted(r.status_code for r in replies) == [201] * 3 + [409] * 5, [
+            r.text for r in replies if r.status_code not in (201, 409)]
+        assert len((await client.get("/webhooks")).json()["items"]) == 3
 
 
 async def test_the_delivery_log_is_paged(client: httpx.AsyncClient, app: FastAPI) -> None:
