@@ -127,8 +127,15 @@ class InvalidCursor(UserError):
     """A pagination cursor that this server did not hand out."""
 
 
-class WebhookUrlRefused(UserError):
-    """A webhook URL is malformed or points where this server may not send."""
+class OutboundRefused(UserError):
+    """A URL that an outbound feature (webhooks; remote environments and tool servers next)
+    may not send to: malformed, or leading to an address the operator did not allow. The
+    message is for the user who chose the URL; ``detail`` (what a name resolved to) is for the
+    server log only."""
+
+    def __init__(self, message: str, *, detail: str | None = None) -> None:
+        self.detail = detail
+        super().__init__(message)
 
 
 # -- provider errors -------------------------------------------------------------------------

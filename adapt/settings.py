@@ -193,8 +193,24 @@ class Settings(BaseSettings):
     webhook_backoff_seconds: float = Field(
         default=5.0, gt=0, description="Wait before a webhook's first retry; doubles with each "
         "retry, at most an hour.")
-    webhook_timeout_seconds: float = Field(default=10.0, gt=0,
-                                           description="Seconds per webhook request.")
+    webhook_timeout_seconds: float = Field(
+        default=10.0, gt=0, description="Deadline of one webhook attempt, everything included "
+        "(resolving the name, connecting, sending, the answer's status and headers); the "
+        "receiver's answer is cut there however it trickles.")
+    webhook_concurrency: int = Field(
+        default=20, ge=1, description="Webhook requests one worker process has in flight at "
+        "most.")
+    webhook_tenant_concurrency: int = Field(
+        default=5, ge=1, description="Webhook requests one worker process has in flight for "
+        "one tenant at most, so that one tenant's slow receivers leave slots to the others; "
+        "tenants take turns for the free slots.")
+    webhook_max_endpoints_per_tenant: int = Field(
+        default=20, ge=1, description="Webhook endpoints (POST /webhooks) one tenant may "
+        "have; one more is a 409 until one is deleted.")
+    webhook_max_deliveries_per_task: int = Field(
+        default=1000, ge=1, description="node.finished deliveries one task records at most (all "
+        "endpoints together); the first event past it is logged as failed with the reason, "
+        "later ones are not recorded; task.finished is always sent.")
     webhook_poll_seconds: float = Field(
         default=2.0, gt=0, description="How often a worker looks for webhook deliveries that "
         "are due (events of its own tasks wake it at once).")

@@ -436,3 +436,6 @@ class WebhookDeliveryPublic(BaseModel):
 
 class WebhookDeliveryList(BaseModel):
     items: list[WebhookDeliveryPublic]
+    next_cursor: str | None = Field(
+        default=None, description="Pass as ?cursor= to get the next (newer) page; null on the "
+        "last page.")

@@ -16,9 +16,14 @@ class QuietHandler(BaseHTTPRequestHandler):
         return
 
 
+class _Server(ThreadingHTTPServer):
+    #: connections waiting to be accepted (socketserver's 5 drops some of 20 opened at once)
+    request_queue_size = 128
+
+
 def serve(handler: type[BaseHTTPRequestHandler], host: str = "127.0.0.1", port: int = 0) -> None:
     """Serve ``handler`` on ``host:port`` (0: a free port), announcing the port; exits 0."""
-    server = ThreadingHTTPServer((host, port), handler)
+    server = _Server((host, port), handler)
     server.daemon_threads = True
     print(server.server_address[1], flush=True)
     with contextlib.suppress(KeyboardInterrupt):

@@ -18,11 +18,11 @@ loopback IP literals count as local.
 
 from __future__ import annotations
 
-import ipaddress
 import logging
 from urllib.parse import urlsplit
 
 from adapt.errors import RealModelRefused
+from adapt.net.addresses import is_loopback_address, parse_ip
 
 logger = logging.getLogger(__name__)
 
@@ -56,18 +56,14 @@ def is_loopback(base_url: str) -> bool:
 
 
 def is_loopback_host(host: str) -> bool:
-    """``localhost``, ``*.localhost``, 127.0.0.0/8, ``::1`` (also IPv4-mapped). Names are never
-    resolved."""
+    """``localhost``, ``*.localhost``, 127.0.0.0/8, ``::1`` (also IPv4-mapped; not the NAT64 or
+    6to4 forms, which leave the machine): the classification every outbound feature shares
+    (:mod:`adapt.net.addresses`). Names are never resolved."""
     name = host.strip().strip("[]").rstrip(".").lower()
     if name == "localhost" or name.endswith(".localhost"):
         return True
-    try:
-        address = ipaddress.ip_address(name)
-    except ValueError:
-        return False
-    if isinstance(address, ipaddress.IPv6Address) and address.ipv4_mapped is not None:
-        return address.ipv4_mapped.is_loopback
-    return address.is_loopback
+    address = parse_ip(name)
+    return address is not None and is_loopback_address(address)
 
 
 def refusal_reason(

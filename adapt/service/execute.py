@@ -413,7 +413,9 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
         endpoints = await webhook_store.targets(ctx.sessions, task_id, task.tenant)
         if endpoints:
             wake = ctx.webhook_sender.wake if ctx.webhook_sender is not None else None
-            sinks.append(WebhookSink(ctx.sessions, task_id, endpoints, wake=wake))
+            sinks.append(WebhookSink(
+                ctx.sessions, task_id, endpoints, wake=wake,
+                max_node_deliveries=ctx.settings.webhook_max_deliveries_per_task))
 
         if ctx.telemetry is not None:
             trace = await _trace_sink(ctx, task, skip, sink)

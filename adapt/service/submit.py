@@ -39,7 +39,7 @@ from adapt.settings import Settings
 from adapt.store import tasks as task_rows
 from adapt.store import webhooks as webhook_store
 from adapt.store.models import Task, WebhookEndpoint, utcnow
-from adapt.webhooks import WEBHOOK_EVENTS, WebhookPolicy, WebhookUrlRefused
+from adapt.webhooks import WEBHOOK_EVENTS, OutboundRefused, webhook_policy
 
 log = logging.getLogger(__name__)
 
@@ -254,8 +254,8 @@ def check_webhook(field: str, url: str, events: Any, settings: Settings) -> None
     """A webhook's URL against the outbound-address policy and its event names; raises
     ``SubmissionInvalid`` naming ``field``."""
     try:
-        WebhookPolicy(tuple(settings.webhook_allowed_networks)).check_url(url)
-    except WebhookUrlRefused as exc:
+        webhook_policy(settings.webhook_allowed_networks).check_url(url)
+    except OutboundRefused as exc:
         raise SubmissionInvalid(f"{field}.url", str(exc)) from None
     unknown = [e for e in events if e not in WEBHOOK_EVENTS]
     if unknown or not events:

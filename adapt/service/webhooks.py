@@ -8,10 +8,10 @@ row already there and one lost in the crash is recorded now: once per event, wha
 A ``task.finished`` delivery waits until the task's final state is stored, a ``node.finished``
 one until the node's is (``adapt.store.webhooks.claim_due``).
 
-Sending never touches the task: it runs on the worker's loop beside the tasks, with a timeout
-per request, and retries with exponential backoff until ``webhook_retry_seconds`` after the
-event. The same message id (``webhook-id``) is sent on every retry, so a receiver that saw a
-delivery whose answer was lost can tell.
+Sending never touches the task: it runs on the worker's loop beside the tasks, with one
+deadline per attempt, and retries with exponential backoff until ``webhook_retry_seconds``
+after the event. The same message id (``webhook-id``) is sent on every retry, so a receiver
+that saw a delivery whose answer was lost can tell.
 """
 
 from __future__ import annotations
@@ -20,6 +20,8 @@ import asyncio
 import json
 import logging
 import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor
 from datetime import timedelta
 from typing import Any
 
@@ -28,12 +30,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine.events import Event, NodeUpdated, TaskFinished
 from adapt.engine.tree import FINAL_NODE_STATUSES
-from adapt.llm.transport import ssl_context
+from adapt.net.http import new_client, post_pinned
 from adapt.settings import Settings
 from adapt.store import webhooks as store
 from adapt.store.models import utcnow
+from adapt.webhooks import OutboundRefused, webhook_policy
 from adapt.webhooks.signing import sign
-from adapt.webhooks.urls import WebhookPolicy, WebhookUrlRefused, pinned
 
 log = logging.getLogger(__name__)
 
@@ -45,11 +47,14 @@ class WebhookSink:
     """
 
     def __init__(self, sessions: async_sessionmaker[AsyncSession], task_id: str,
-                 endpoints: list[store.Target], *, wake: Any = None) -> None:
+                 endpoints: list[store.Target], *, wake: Any = None,
+                 max_node_deliveries: int | None = None) -> None:
         self.sessions = sessions
         self.task_id = task_id
         self.endpoints = endpoints
         self.wake = wake
+        #: ``node.finished`` deliveries the task records at most (``adapt.store.webhooks.record``)
+        self.max_node_deliveries = max_node_deliveries
         self.ordinal = 0
         self._finished_nodes: set[int] = set()
         self._events = {e for t in endpoints for e in t.events}
@@ -72,54 +77,40 @@ class WebhookSink:
     async def _record(self, event_type: str, key: str, data: dict[str, Any]) -> None:
         async with self.sessions.begin() as session:
             added = await store.record(session, self.task_id, event_type, key, data,
-                                       self.endpoints)
+                                       self.endpoints,
+                                       max_node_deliveries=self.max_node_deliveries)
         if added and self.wake is not None:
             self.wake()
 
 
-def new_client(timeout: float) -> httpx.AsyncClient:
-    """The sender's client: redirects are not followed (a redirect could point anywhere); no
-    connection is kept for reuse (the pool knows a connection by its address, and a TLS
-    connection checked against one host name must not carry a request for another name that
-    resolves to the same address); no proxy from the environment (a proxy would connect to
-    an address of its choosing), while ``SSL_CERT_FILE`` / ``SSL_CERT_DIR`` still apply (the
-    process's one SSL context, :func:`adapt.llm.transport.ssl_context`)."""
-    return httpx.AsyncClient(timeout=timeout, follow_redirects=False,
-                             headers={"user-agent": USER_AGENT},
-                             limits=httpx.Limits(max_keepalive_connections=0),
-                             trust_env=False, verify=ssl_context())
-
-
-async def post_pinned(client: httpx.AsyncClient, url: str, addresses: list[str], body: bytes,
-                      headers: dict[str, str]) -> httpx.Response:
-    """POST ``body`` to ``url`` at one of ``addresses`` (the ones the policy checked; the name
-    is not resolved again): each in turn until one accepts the connection."""
-    for i, address in enumerate(addresses):
-        target = pinned(url, address)
-        extensions = ({"sni_hostname": target.server_name} if target.server_name else None)
-        try:
-            return await client.post(target.url, content=body,
-                                     headers={**headers, "host": target.host_header},
-                                     extensions=extensions)
-        except (httpx.ConnectError, httpx.ConnectTimeout):
-            if i == len(addresses) - 1:
-                raise
-    raise WebhookUrlRefused(f"webhook URL {url!r}: no address to send to")
-
-
-#: deliveries one process sends at once
-SEND_LIMIT = 20
+#: seconds a claim outlasts the attempt's deadline: time to record the attempt's outcome
+CLAIM_MARGIN_SECONDS = 30.0
 
 
 class WebhookSender:
-    """Sends due deliveries for one process; :meth:`run` until cancelled."""
+    """Sends due deliveries for one process; :meth:`run` until cancelled.
+
+    Each attempt has one deadline, ``webhook_timeout_seconds`` from its claim (resolving the
+    name, connecting, sending and the answer's status and headers all count), and its claim
+    lasts ``claim_margin`` longer: an attempt is over before its claim can expire, so no other
+    sender takes the delivery while this one may still be sending it. Of an answer only the
+    status and the first bytes are read (:mod:`adapt.net.http`)."""
 
     def __init__(self, settings: Settings, sessions: async_sessionmaker[AsyncSession],
-                 owner: str) -> None:
+                 owner: str, *, claim_margin: float = CLAIM_MARGIN_SECONDS) -> None:
         self.settings = settings
         self.sessions = sessions
         self.owner = owner
-        self.policy = WebhookPolicy(tuple(settings.webhook_allowed_networks))
+        self.policy = webhook_policy(settings.webhook_allowed_networks)
+        self.timeout = settings.webhook_timeout_seconds
+        self.hold = self.timeout + claim_margin
+        self.slots = settings.webhook_concurrency
+        self.tenant_slots = min(settings.webhook_tenant_concurrency, self.slots)
+        #: deliveries being sent, by tenant
+        self.busy: Counter[str] = Counter()
+        #: name lookups run here, not in asyncio's small default pool: a user controls their
+        #: name's DNS and can make a lookup hang past the deadline (its thread stays busy)
+        self._resolver = ThreadPoolExecutor(self.slots, thread_name_prefix="adapt-webhook-dns")
         self._wake = asyncio.Event()
         self._client: httpx.AsyncClient | None = None
 
@@ -131,36 +122,36 @@ class WebhookSender:
         return float(min(self.settings.webhook_backoff_seconds * 2 ** (attempts - 1), 3600.0))
 
     async def run(self) -> None:
-        """Send due deliveries until cancelled: up to ``SEND_LIMIT`` at once, each on its own,
-        so a receiver that hangs until the timeout holds one slot, not the others (due ones
+        """Send due deliveries until cancelled: up to ``webhook_concurrency`` at once and
+        ``webhook_tenant_concurrency`` per tenant, each on its own, so receivers that hang
+        until the deadline hold their own slots and leave the others to other tenants (due ones
         are claimed as soon as a slot is free)."""
-        timeout = self.settings.webhook_timeout_seconds
-        self._client = new_client(timeout)
+        self._client = new_client(self.timeout, USER_AGENT)
         sending: set[asyncio.Task[None]] = set()
         try:
             while True:
                 claimed = 0
-                if len(sending) < SEND_LIMIT:
+                if len(sending) < self.slots:
                     try:
-                        due = await self._claim(SEND_LIMIT - len(sending))
+                        due = await self._claim(self.slots - len(sending))
                     except asyncio.CancelledError:
                         raise
                     except Exception as exc:  # the database is away: try again at the next poll
                         log.warning("webhook sender: %s", type(exc).__name__,
                                     exc_info=log.isEnabledFor(logging.DEBUG))
                         due = []
-                    for d in due:
-                        task = asyncio.create_task(self._send_logged(d))
+                    for d, deadline in due:
+                        task = asyncio.create_task(self._send_logged(d, deadline))
                         sending.add(task)
                         task.add_done_callback(sending.discard)
                     claimed = len(due)
-                if claimed and len(sending) < SEND_LIMIT:
+                if claimed and len(sending) < self.slots:
                     continue  # more may be due
                 self._wake.clear()
                 woken = asyncio.ensure_future(self._wake.wait())
-                full = set(sending) if len(sending) >= SEND_LIMIT else set()
-                try:
-                    await asyncio.wait({woken, *full}, timeout=self.settings.webhook_poll_seconds,
+                try:  # a finished send frees a slot (its tenant's, maybe): look again
+                    await asyncio.wait({woken, *sending},
+                                       timeout=self.settings.webhook_poll_seconds,
                                        return_when=asyncio.FIRST_COMPLETED)
                 finally:
                     woken.cancel()
@@ -169,41 +160,67 @@ class WebhookSender:
                 task.cancel()
             await asyncio.gather(*sending, return_exceptions=True)
             await self._client.aclose()
+            self._resolver.shutdown(wait=False, cancel_futures=True)
 
-    async def _claim(self, limit: int) -> list[store.Claimed]:
-        hold = self.settings.webhook_timeout_seconds * 3 + 30
-        return await store.claim_due(self.sessions, self.owner, limit=limit, hold_seconds=hold)
+    async def _claim(self, limit: int) -> list[tuple[store.Claimed, float]]:
+        """Claim up to ``limit`` due deliveries; each with its deadline (the loop's clock),
+        counted from before the claim, so it comes before the claim expires."""
+        deadline = asyncio.get_running_loop().time() + self.timeout
+        due = await store.claim_due(self.sessions, self.owner, limit=limit,
+                                    hold_seconds=self.hold, per_tenant=self.tenant_slots,
+                                    busy=self.busy)
+        for d in due:
+            self.busy[d.tenant] += 1
+        return [(d, deadline) for d in due]
 
-    async def send_due(self, limit: int = SEND_LIMIT) -> int:
+    async def send_due(self, limit: int | None = None) -> int:
         """Claim up to ``limit`` due deliveries and send them (all finished on return)."""
-        due = await self._claim(limit)
+        if self._client is None:
+            async with new_client(self.timeout, USER_AGENT) as self._client:
+                try:
+                    return await self.send_due(limit)
+                finally:
+                    self._client = None
+        due = await self._claim(limit or self.slots)
         if due:
-            await asyncio.gather(*(self._send(d) for d in due))
+            await asyncio.gather(*(self._send_logged(d, deadline) for d, deadline in due))
         return len(due)
 
-    async def _send_logged(self, d: store.Claimed) -> None:
+    async def _send_logged(self, d: store.Claimed, deadline: float) -> None:
         try:
-            await self._send(d)
+            await self._send(d, deadline)
         except Exception as exc:  # recording the attempt failed: the hold expires, it is sent again
             log.warning("webhook %s: %s", d.id, type(exc).__name__,
                         exc_info=log.isEnabledFor(logging.DEBUG))
+        finally:
+            self.busy[d.tenant] -= 1
+            if self.busy[d.tenant] <= 0:
+                del self.busy[d.tenant]
 
-    async def _send(self, d: store.Claimed) -> None:
+    async def _send(self, d: store.Claimed, deadline: float) -> None:
         if self._client is None:
             raise RuntimeError("the webhook sender is not running")
         body = json.dumps(d.body, separators=(",", ":"), ensure_ascii=False).encode()
         started = time.monotonic()
         status: int | None = None
         error: str | None = None
+        prefix = b""
         try:
-            addresses = await asyncio.to_thread(self.policy.resolve_and_check, d.url)
+            async with asyncio.timeout_at(deadline):
+                addresses = await asyncio.get_running_loop().run_in_executor(
+                    self._resolver, self.policy.resolve_and_check, d.url)
             headers = {"content-type": "application/json", **sign(d.secret, d.id, body)}
-            response = await post_pinned(self._client, d.url, addresses, body, headers)
-            status = response.status_code
+            answer = await post_pinned(self._client, d.url, addresses, body, headers,
+                                       deadline=deadline)
+            status, prefix = answer.status_code, answer.prefix
             if not 200 <= status < 300:
                 error = f"HTTP {status}"
-        except WebhookUrlRefused as exc:
+        except OutboundRefused as exc:
             error = str(exc)
+            if exc.detail:
+                log.info("webhook %s to %s refused: %s", d.id, d.url, exc.detail)
+        except TimeoutError:
+            error = f"Timeout: no answer within {self.timeout:g} s"
         except httpx.HTTPError as exc:
             error = f"{type(exc).__name__}: {exc}"[:500] or type(exc).__name__
         ok = error is None
@@ -212,8 +229,9 @@ class WebhookSender:
             at = utcnow() + timedelta(seconds=self.backoff(d.attempts + 1))
             if at - d.created_at <= timedelta(seconds=self.settings.webhook_retry_seconds):
                 retry_at = at
-        log.log(logging.DEBUG if ok else logging.INFO, "webhook %s to %s: %s", d.id, d.url,
-                "delivered" if ok else f"{error} ({'retry' if retry_at else 'given up'})")
+        log.log(logging.DEBUG if ok else logging.INFO, "webhook %s to %s: %s%s", d.id, d.url,
+                "delivered" if ok else f"{error} ({'retry' if retry_at else 'given up'})",
+                f"; answer began {prefix[:200]!r}" if prefix and not ok else "")
         await store.record_attempt(
             self.sessions, d.id, self.owner, ok=ok, status_code=status, error=error,
             duration_ms=int((time.monotonic() - started) * 1000), retry_at=retry_at)

@@ -48,8 +48,9 @@ def encode_cursor(created_at: datetime, task_id: str) -> str:
     return base64.urlsafe_b64encode(raw.encode()).decode().rstrip("=")
 
 
-def decode_cursor(cursor: str) -> tuple[datetime, str]:
-    """Inverse of :func:`encode_cursor`; ``InvalidCursor`` for anything else."""
+def decode_cursor(cursor: str, *, start: str = "the newest task") -> tuple[datetime, str]:
+    """Inverse of :func:`encode_cursor`; ``InvalidCursor`` for anything else (its message
+    says that omitting the cursor starts from ``start``)."""
     try:
         padded = cursor + "=" * (-len(cursor) % 4)
         value = json.loads(base64.urlsafe_b64decode(padded.encode("ascii")))
@@ -60,7 +61,7 @@ def decode_cursor(cursor: str) -> tuple[datetime, str]:
     except (ValueError, TypeError, UnicodeError, binascii.Error):
         raise InvalidCursor(
             "invalid cursor: pass the next_cursor value of a previous page unchanged, or omit "
-            "it to start from the newest task"
+            f"it to start from {start}"
         ) from None
     return created_at, task_id
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import hashlib
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from sqlalchemy import Integer, cast, exists, func, or_, select, update
+from sqlalchemy import Integer, and_, cast, exists, func, insert, literal, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -52,6 +52,25 @@ async def list_endpoints(session: AsyncSession, tenant: str) -> Sequence[Webhook
                                       WebhookEndpoint.task_id.is_(None),
                                       WebhookEndpoint.disabled_at.is_(None))
         .order_by(WebhookEndpoint.created_at, WebhookEndpoint.id))).scalars().all()
+
+
+async def add_endpoint(session: AsyncSession, row: WebhookEndpoint, *, limit: int) -> bool:
+    """Insert ``row`` (a tenant endpoint) unless its tenant already has ``limit`` endpoints;
+    False then. One conditional INSERT, which SQLite runs under its write lock; on PostgreSQL
+    after a transaction lock on the tenant (two concurrent READ COMMITTED inserts would each
+    count without the other). The caller commits."""
+    if session.get_bind().dialect.name == "postgresql":
+        await session.execute(select(func.pg_advisory_xact_lock(
+            func.hashtext("adapt.webhook_endpoints:" + row.tenant))))
+    existing = (select(func.count()).select_from(WebhookEndpoint).where(
+        WebhookEndpoint.tenant == row.tenant, WebhookEndpoint.task_id.is_(None),
+        WebhookEndpoint.disabled_at.is_(None)).scalar_subquery())
+    columns = [c for c in WebhookEndpoint.__table__.columns if getattr(row, c.key) is not None]
+    values = select(*(literal(getattr(row, c.key), type_=c.type) for c in columns)).where(
+        existing < limit)
+    result = await session.execute(
+        insert(WebhookEndpoint).from_select([c.key for c in columns], values))
+    return int(getattr(result, "rowcount", 0) or 0) == 1
 
 
 async def get_endpoint(session: AsyncSession, tenant: str, endpoint_id: str
@@ -102,10 +121,29 @@ def _insert_ignoring_duplicates(session: AsyncSession) -> Any:
     return sqlite.insert(WebhookDelivery).on_conflict_do_nothing(index_elements=["id"])
 
 
+#: the error of the ``node.finished`` deliveries that reached a task's limit (see :func:`record`)
+LIMIT_REACHED = ("not sent: the task reached its limit of node.finished deliveries "
+                 "(ADAPT_WEBHOOK_MAX_DELIVERIES_PER_TASK = {limit}); later node.finished events "
+                 "of this task are not recorded; task.finished is always sent")
+
+
+async def _node_deliveries(session: AsyncSession, task_id: str) -> int:
+    return int((await session.execute(
+        select(func.count()).select_from(WebhookDelivery).where(
+            WebhookDelivery.task_id == task_id,
+            WebhookDelivery.event_type == "node.finished"))).scalar_one())
+
+
 async def record(session: AsyncSession, task_id: str, event_type: str, event_key: str,
-                 data: dict[str, Any], endpoints: Sequence[Target]) -> int:
+                 data: dict[str, Any], endpoints: Sequence[Target], *,
+                 max_node_deliveries: int | None = None) -> int:
     """Record one event for each endpoint subscribed to its type, in the caller's transaction;
-    an event already recorded (same key) is left alone. Returns the rows added."""
+    an event already recorded (same key) is left alone. Returns the rows added.
+
+    ``max_node_deliveries``: at most this many ``node.finished`` rows per task (all endpoints
+    together). The first event that would pass it is recorded once per endpoint as ``failed``
+    with :data:`LIMIT_REACHED` (never sent: the delivery log says why the rest are missing);
+    later ones are not recorded at all. ``task.finished`` is never limited."""
     now = utcnow()
     rows = []
     for t in endpoints:
@@ -120,6 +158,14 @@ async def record(session: AsyncSession, task_id: str, event_type: str, event_key
                      "created_at": now})
     if not rows:
         return 0
+    if event_type == "node.finished" and max_node_deliveries is not None:
+        recorded = await _node_deliveries(session, task_id)
+        if recorded > max_node_deliveries:
+            return 0  # past the limit, and the rows that say so are there
+        if recorded + len(rows) > max_node_deliveries:
+            error = LIMIT_REACHED.format(limit=max_node_deliveries)
+            for row in rows:
+                row.update(status="failed", last_error=error)
     result = await session.execute(_insert_ignoring_duplicates(session), rows)
     return int(getattr(result, "rowcount", 0) or 0)
 
@@ -158,35 +204,72 @@ class Claimed:
     body: dict[str, Any]
     attempts: int
     created_at: datetime
+    #: the task's tenant (the sender shares its slots among tenants)
+    tenant: str = ""
 
 
 async def claim_due(sessions: async_sessionmaker[AsyncSession], owner: str, *, limit: int,
-                    hold_seconds: float) -> list[Claimed]:
+                    hold_seconds: float, per_tenant: int | None = None,
+                    busy: Mapping[str, int] | None = None) -> list[Claimed]:
     """Take up to ``limit`` deliveries that are due and held by no one (a ``task.finished``
     is due only once its task's final state is stored; a ``node.finished`` once its node's
     final state is, or the task is over: the sink records it as the engine emits it, before the
-    database sink has written the node, and a receiver that calls back must see it ended)."""
+    database sink has written the node, and a receiver that calls back must see it ended).
+
+    Tenants take turns, and so do a tenant's endpoints: each tenant's first candidate comes
+    before any tenant's second, and a tenant's candidates go round its endpoints (each
+    endpoint's earliest due first), so neither a tenant's backlog nor one endpoint's holds back
+    the others. ``per_tenant``: at most this many in flight per tenant, counting ``busy`` (the
+    caller's deliveries still being sent, by tenant)."""
     now = utcnow()
+    busy = busy or {}
     node_stored = exists().where(
         NodeRow.task_id == WebhookDelivery.task_id,
         # event_key is "node:{id}"
         NodeRow.id == cast(func.substr(WebhookDelivery.event_key, len("node:") + 1), Integer),
         NodeRow.status.in_(sorted(FINAL_NODE_STATUSES)))
+    # each endpoint's due deliveries in order, then each tenant's: its endpoints in turn
+    endpoint_turn = func.row_number().over(
+        partition_by=WebhookDelivery.endpoint_id,
+        order_by=(WebhookDelivery.next_attempt_at, WebhookDelivery.id))
+    due = (
+        select(WebhookDelivery.id.label("id"), Task.tenant.label("tenant"),
+               WebhookDelivery.next_attempt_at.label("due_at"),
+               endpoint_turn.label("endpoint_turn"))
+        .join(Task, Task.id == WebhookDelivery.task_id)
+        .where(WebhookDelivery.status == "pending", WebhookDelivery.next_attempt_at <= now,
+               or_(WebhookDelivery.locked_until.is_(None), WebhookDelivery.locked_until < now),
+               or_(WebhookDelivery.event_type != "task.finished",
+                   Task.status.in_(FINAL_STATUSES)),
+               or_(WebhookDelivery.event_type != "node.finished",
+                   Task.status.in_(FINAL_STATUSES), node_stored)))
+    room: dict[str, int] = {}
+    if per_tenant is not None:
+        full = sorted(t for t, n in busy.items() if n >= per_tenant)
+        if full:
+            due = due.where(Task.tenant.not_in(full))
+    by_endpoint = due.subquery()
+    tenant_turn = func.row_number().over(
+        partition_by=by_endpoint.c.tenant,
+        order_by=(by_endpoint.c.endpoint_turn, by_endpoint.c.due_at, by_endpoint.c.id))
+    ranked = select(by_endpoint.c.id, by_endpoint.c.tenant, by_endpoint.c.due_at,
+                    tenant_turn.label("turn")).subquery()
+    query = select(ranked.c.id, ranked.c.tenant).order_by(ranked.c.turn, ranked.c.due_at,
+                                                          ranked.c.id)
+    if per_tenant is not None:
+        query = query.where(ranked.c.turn <= per_tenant).limit(limit * per_tenant)
+    else:
+        query = query.limit(limit)
     async with sessions.begin() as session:
-        candidates = (await session.execute(
-            select(WebhookDelivery.id)
-            .join(Task, Task.id == WebhookDelivery.task_id)
-            .where(WebhookDelivery.status == "pending", WebhookDelivery.next_attempt_at <= now,
-                   or_(WebhookDelivery.locked_until.is_(None),
-                       WebhookDelivery.locked_until < now),
-                   or_(WebhookDelivery.event_type != "task.finished",
-                       Task.status.in_(FINAL_STATUSES)),
-                   or_(WebhookDelivery.event_type != "node.finished",
-                       Task.status.in_(FINAL_STATUSES), node_stored))
-            .order_by(WebhookDelivery.next_attempt_at).limit(limit)
-        )).scalars().all()
+        candidates = (await session.execute(query)).all()
         claimed: list[Claimed] = []
-        for msg_id in candidates:
+        for msg_id, tenant in candidates:
+            if len(claimed) >= limit:
+                break
+            if per_tenant is not None:
+                left = room.setdefault(tenant, per_tenant - busy.get(tenant, 0))
+                if left <= 0:
+                    continue
             row = (await session.execute(
                 update(WebhookDelivery)
                 .where(WebhookDelivery.id == msg_id, WebhookDelivery.status == "pending",
@@ -201,8 +284,10 @@ async def claim_due(sessions: async_sessionmaker[AsyncSession], owner: str, *, l
             endpoint = await session.get(WebhookEndpoint, row[0])
             if endpoint is None:
                 continue
+            if per_tenant is not None:
+                room[tenant] -= 1
             claimed.append(Claimed(msg_id, endpoint.url, endpoint.secret, dict(row[1]),
-                                   int(row[2]), row[3]))
+                                   int(row[2]), row[3], str(tenant)))
     return claimed
 
 
@@ -231,10 +316,20 @@ async def record_attempt(sessions: async_sessionmaker[AsyncSession], msg_id: str
             row.next_attempt_at = retry_at
 
 
-async def for_task(session: AsyncSession, task_id: str) -> Sequence[WebhookDelivery]:
-    return (await session.execute(
-        select(WebhookDelivery).where(WebhookDelivery.task_id == task_id)
-        .order_by(WebhookDelivery.created_at, WebhookDelivery.id))).scalars().all()
+async def for_task(session: AsyncSession, task_id: str, *, limit: int | None = None,
+                   after: tuple[datetime, str] | None = None) -> Sequence[WebhookDelivery]:
+    """The task's deliveries, oldest first; ``limit`` of them after the (created_at, id) pair
+    ``after`` (a page of the delivery log)."""
+    stmt = select(WebhookDelivery).where(WebhookDelivery.task_id == task_id)
+    if after is not None:
+        created_at, msg_id = after
+        stmt = stmt.where(or_(WebhookDelivery.created_at > created_at,
+                              and_(WebhookDelivery.created_at == created_at,
+                                   WebhookDelivery.id > msg_id)))
+    stmt = stmt.order_by(WebhookDelivery.created_at, WebhookDelivery.id)
+    if limit is not None:
+        stmt = stmt.limit(limit)
+    return (await session.execute(stmt)).scalars().all()
 
 
 async def endpoints_by_id(session: AsyncSession, ids: set[str]
@@ -251,6 +346,7 @@ async def endpoints_of_task(session: AsyncSession, task_id: str
         select(WebhookEndpoint).where(WebhookEndpoint.task_id == task_id))).scalars().all()
 
 
-__all__ = ["Claimed", "Target", "claim_due", "delivery_id", "disable_endpoint",
+__all__ = ["LIMIT_REACHED", "Claimed", "Target", "add_endpoint", "claim_due", "delivery_id",
+           "disable_endpoint",
            "finished_data", "for_task", "get_endpoint", "list_endpoints", "new_endpoint", "record",
            "record_attempt", "record_end", "targets", "targets_in"]

@@ -21,10 +21,17 @@ class Receiver:
     log: Path
     proc: subprocess.Popen[str]
 
-    def requests(self) -> list[dict[str, Any]]:
+    def lines(self) -> list[dict[str, Any]]:
         if not self.log.exists():
             return []
         return [json.loads(line) for line in self.log.read_text().splitlines() if line]
+
+    def requests(self) -> list[dict[str, Any]]:
+        return [line for line in self.lines() if "headers" in line]
+
+    def endings(self) -> list[dict[str, Any]]:
+        """When each hostile answer ended (``--huge``, ``--trickle``...) and the bytes sent."""
+        return [line for line in self.lines() if "ended" in line]
 
 
 @pytest.fixture

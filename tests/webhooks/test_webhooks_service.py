@@ -297,3 +297,46 @@ async def test_a_node_finished_delivery_waits_until_the_node_is_stored_ended(
         assert claimed.body["data"]["node"]["id"] == 2
     finally:
         await ctx.aclose()
+
+
+async def test_node_finished_deliveries_stop_at_the_tasks_limit(database_url: str) -> None:
+    """Three endpoints, at most 5 node.finished deliveries per task: the first node's event is
+    recorded for all three; the second would pass the limit and is recorded once per endpoint
+    as failed, saying why; later ones are not recorded; task.finished always is. A resumed
+    attempt that replays the same events changes nothing."""
+    from adapt.engine.events import NodeUpdated, TaskFinished
+    from adapt.engine.tree import Node, TaskResult
+    from adapt.service.webhooks import WebhookSink
+
+    ctx = make_ctx(database_url, "w1")
+    try:
+        task_id = await insert_task(ctx.sessions, config={"seed": 11})
+        for i in range(3):
+            await add_webhook(ctx.sessions, task_id, f"https://hooks.example.com/{i}",
+                              ["task.finished", "node.finished"])
+        targets = await store.targets(ctx.sessions, task_id, "default")
+        events = [NodeUpdated(node=Node(id=n, goal="g", status="succeeded")) for n in (1, 2, 3)]
+        events.append(TaskFinished(result=TaskResult(status="succeeded", success=True, goal="g",
+                                                     strategy="adapt", d_max=3)))
+        for _attempt in range(2):  # the run, then a resume replaying it
+            sink = WebhookSink(ctx.sessions, task_id, targets, max_node_deliveries=5)
+            for event in events:
+                await sink.emit(event)
+            rows = await deliveries(ctx.sessions, task_id)
+            by_node: dict[str, list[str]] = {}
+            for r in rows:
+                by_node.setdefault(r.event_key, []).append(r.status)
+            assert by_node == {"node:1": ["pending"] * 3, "node:2": ["failed"] * 3,
+                               "finished:4": ["pending"] * 3}, by_node
+        [why] = {r.last_error for r in rows if r.event_key == "node:2"}
+        assert "ADAPT_WEBHOOK_MAX_DELIVERIES_PER_TASK = 5" in (why or "")
+        assert "later node.finished events of this task are not recorded" in (why or "")
+        claimed = await store.claim_due(ctx.sessions, "w1", limit=20, hold_seconds=30)
+        async with ctx.sessions.begin() as session:  # the task is over: everything due is sent
+            await session.execute(update(Task).where(Task.id == task_id).values(
+                status="succeeded", finished_at=utcnow()))
+        claimed += await store.claim_due(ctx.sessions, "w1", limit=20, hold_seconds=30)
+        assert sorted(c.body["type"] for c in claimed) == ["node.finished"] * 3 + [
+            "task.finished"] * 3, "the failed rows are never sent"
+    finally:
+        await ctx.aclose()
