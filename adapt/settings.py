@@ -167,6 +167,11 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=1_048_576, ge=1024,
                                 description="Largest request body the API accepts.")
     host: str = Field(default="127.0.0.1", description="`adapt serve` bind address.")
+    published_host: str | None = Field(
+        default=None, description="`adapt serve` in a container: the host address its port "
+        "is published on (`docker run -p ADDRESS:8000:8000`). The rules for an API without "
+        "keys judge this address instead of the bind address (0.0.0.0 in a container), and "
+        "it is a Host the API answers. Unset: the bind address.")
     port: int = Field(default=8000, ge=1, le=65535, description="`adapt serve` port.")
     auth_mode: Literal["auto", "keys", "off"] = Field(
         default="auto", description="API authentication. auto: open until the first API key "

@@ -3,8 +3,9 @@ browser may not send.
 
 - **DNS rebinding.** A page on ``http://attacker.test:8000`` whose name the attacker later points
   at 127.0.0.1 talks to a local server as its own origin; only the ``Host`` header still names
-  the attacker. The API answers localhost, loopback addresses, the bind address, the address a
-  connection arrived at and the names in ``ADAPT_ALLOWED_HOSTS``; any other name is a 421.
+  the attacker. The API answers localhost, loopback addresses, the bind and published
+  addresses, the address a connection arrived at and the names in ``ADAPT_ALLOWED_HOSTS``; any
+  other name is a 421.
 - **Cross-site requests.** A POST, PUT, PATCH or DELETE whose ``Origin`` is neither the
   request's own ``Host`` nor a configured name is a 403, and so is one that a browser marks
   ``Sec-Fetch-Site: cross-site`` without an ``Origin``. The content types an HTML form (or a
@@ -68,28 +69,29 @@ def _is_loopback_address(name: str) -> bool:
 @dataclass(frozen=True)
 class HostPolicy:
     """The names the API answers to. ``configured``: ``ADAPT_ALLOWED_HOSTS`` (trusted as
-    origins too); ``bind``: the address ``adapt serve`` listens on."""
+    origins too); ``own``: the addresses ``adapt serve`` listens on or is published on."""
 
     configured: frozenset[str]
-    bind: str | None = None
+    own: frozenset[str] = frozenset()
     any_host: bool = False
 
     @classmethod
-    def build(cls, allowed: Iterable[str], bind_host: str | None) -> HostPolicy:
+    def build(cls, allowed: Iterable[str], own: Iterable[str | None] = ()) -> HostPolicy:
         names = {n.strip().lower().rstrip(".") for n in allowed if n.strip()}
-        bind = (bind_host or "").strip().strip("[]").lower()
+        addresses = {(a or "").strip().strip("[]").lower() for a in own}
         return cls(configured=frozenset(names - {ANY_HOST}), any_host=ANY_HOST in names,
-                   bind=None if bind in _WILDCARD_BINDS else bind)
+                   own=frozenset(addresses - _WILDCARD_BINDS))
 
     def allows_host(self, name: str, local_address: str | None) -> bool:
         """May a request naming ``name`` (from :func:`parse_host`) be answered, when it
         arrived at ``local_address``?"""
         return (self.any_host or name in LOCAL_NAMES or name in self.configured
-                or name == self.bind or name == local_address or _is_loopback_address(name))
+                or name in self.own or name == local_address or _is_loopback_address(name))
 
     def trusts_origin(self, origin: str, host: tuple[str, int | None] | None) -> bool:
-        """Is ``origin`` (an ``Origin`` header) the request's own host, or a configured
-        name? ``null`` (sandboxed frames, files) never is."""
+        """Is ``origin`` (an ``Origin`` header) the request's own host and port, or a
+        configured name? ``null`` (sandboxed frames, files) never is. Schemes are not
+        compared: behind a TLS proxy the page is https and the request reaches us as http."""
         match = _ORIGIN_RE.match(origin.strip())
         if match is None:
             return False

@@ -134,5 +134,6 @@ def create_app(settings: Settings | None = None, *,
     app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes,
                        timeout=settings.http_body_timeout_seconds)
     app.add_middleware(EdgeMiddleware,
-                       policy=HostPolicy.build(settings.allowed_hosts, settings.host))
+                       policy=HostPolicy.build(settings.allowed_hosts,
+                                               [settings.host, settings.published_host]))
     return app

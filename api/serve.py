@@ -2,7 +2,8 @@
 
 Refuses to expose an unauthenticated API: binding a non-loopback address while no API key
 was ever created needs ``ADAPT_ALLOW_PUBLIC_WITHOUT_KEYS=1``, and ``ADAPT_AUTH_MODE=off`` is
-refused there outright. Runs one uvicorn process; in embedded mode
+refused there outright. In a container the address judged is the one the port is published
+on (``ADAPT_PUBLISHED_HOST``), not the bind address. Runs one uvicorn process; in embedded mode
 the tasks run in that process's event loop. The server closes connections that do not send
 complete request headers in time (``ADAPT_HTTP_HEADER_TIMEOUT_SECONDS``, ``api.protocol``) or
 stay idle after a response (``ADAPT_HTTP_KEEPALIVE_SECONDS``), and the app answers the bind
@@ -38,7 +39,10 @@ async def _any_keys(settings: Settings) -> bool:
 def check_exposure(settings: Settings, host: str, has_keys: bool) -> None:
     """Raise ``UserError`` for a public bind without keys; warn loudly for an open local one.
 
-    ``has_keys``: a key was ever created (authentication is then required in mode auto)."""
+    ``has_keys``: a key was ever created (authentication is then required in mode auto). In a
+    container (bind address 0.0.0.0), the address judged is the one the port is published on,
+    ``ADAPT_PUBLISHED_HOST``, when it is set."""
+    host = settings.published_host or host
     if settings.auth_mode == "off":
         if not is_loopback_host(host):
             raise UserError(
