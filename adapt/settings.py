@@ -190,10 +190,10 @@ class Settings(BaseSettings):
     allowed_hosts: list[str] = Field(
         default_factory=list, description="Host names (JSON list, e.g. "
         '["adapt.example.com"]) the API answers besides localhost, loopback addresses, the '
-        "bind address and the address a connection arrived at; a request naming another "
-        "Host is refused (421), which stops DNS rebinding. A cross-site POST/PUT/PATCH/DELETE "
-        "is refused unless its Origin is the request's own Host or one of these names. "
-        '["*"]: any Host (the proxy in front checks it).')
+        "bind and published addresses and the address a connection arrived at; a request "
+        "naming another Host is refused (421), which stops DNS rebinding. A cross-site "
+        "POST/PUT/PATCH/DELETE is refused unless its Origin is the request's own Host or one "
+        'of these names. ["*"]: any Host (the proxy in front checks it).')
     http_header_timeout_seconds: float = Field(
         default=5.0, gt=0, description="`adapt serve`: seconds a connection has to send a "
         "request's complete headers, counted from its start or from the first byte of a "
@@ -203,7 +203,8 @@ class Settings(BaseSettings):
         "body; then the request is answered 408 and the connection closed.")
     http_keepalive_seconds: int = Field(
         default=5, ge=1, description="`adapt serve`: seconds an idle connection is kept "
-        "open after a response (longer than the idle timeout of a proxy in front).")
+        "open after a response (behind a proxy, make it longer than the proxy's idle "
+        "timeout).")
     tenant_max_event_streams: int = Field(
         default=20, ge=1, description="Event streams (SSE) one tenant may hold open at once "
         "per API process; one more gets 429 with Retry-After. A closed stream frees its slot.")
