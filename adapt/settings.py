@@ -167,6 +167,11 @@ class Settings(BaseSettings):
     max_body_bytes: int = Field(default=1_048_576, ge=1024,
                                 description="Largest request body the API accepts.")
     host: str = Field(default="127.0.0.1", description="`adapt serve` bind address.")
+    published_host: str | None = Field(
+        default=None, description="`adapt serve` in a container: the host address its port "
+        "is published on (`docker run -p ADDRESS:8000:8000`). The rules for an API without "
+        "keys judge this address instead of the bind address (0.0.0.0 in a container), and "
+        "it is a Host the API answers. Unset: the bind address.")
     port: int = Field(default=8000, ge=1, le=65535, description="`adapt serve` port.")
     auth_mode: Literal["auto", "keys", "off"] = Field(
         default="auto", description="API authentication. auto: open until the first API key "
@@ -182,6 +187,27 @@ class Settings(BaseSettings):
         default=False, description="Let `adapt serve` bind a non-loopback address with no API "
         "keys configured (anyone can then use it).",
     )
+    allowed_hosts: list[str] = Field(
+        default_factory=list, description="Host names (JSON list, e.g. "
+        '["adapt.example.com"]) the API answers besides localhost, loopback addresses, the '
+        "bind and published addresses and the address a connection arrived at; a request "
+        "naming another Host is refused (421), which stops DNS rebinding. A cross-site "
+        "POST/PUT/PATCH/DELETE is refused unless its Origin is the request's own Host or one "
+        'of these names. ["*"]: any Host (the proxy in front checks it).')
+    http_header_timeout_seconds: float = Field(
+        default=5.0, gt=0, description="`adapt serve`: seconds a connection has to send a "
+        "request's complete headers, counted from its start or from the first byte of a "
+        "following request; then it is closed (slow clients cannot hold connections).")
+    http_body_timeout_seconds: float = Field(
+        default=30.0, gt=0, description="Seconds a client has to send a request's whole "
+        "body; then the request is answered 408 and the connection closed.")
+    http_keepalive_seconds: int = Field(
+        default=5, ge=1, description="`adapt serve`: seconds an idle connection is kept "
+        "open after a response (behind a proxy, make it longer than the proxy's idle "
+        "timeout).")
+    tenant_max_event_streams: int = Field(
+        default=20, ge=1, description="Event streams (SSE) one tenant may hold open at once "
+        "per API process; one more gets 429 with Retry-After. A closed stream frees its slot.")
 
     webhook_allowed_networks: list[str] = Field(
         default_factory=list, description="Networks (CIDRs, JSON list, e.g. "

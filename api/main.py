@@ -26,9 +26,10 @@ from adapt.store import migrate
 from adapt.store.db import create_engine, session_factory
 from api import docs, openapi, problems, ui
 from api.deps import KeysCache, check_text_inputs
+from api.edge import EdgeMiddleware, HostPolicy
 from api.middleware import BodyLimitMiddleware, CatchAllMiddleware
 from api.routes import environments, events, health, metrics, tasks, tree, webhooks
-from api.sse import StreamOptions
+from api.sse import StreamOptions, StreamSlots
 
 log = logging.getLogger(__name__)
 
@@ -116,6 +117,7 @@ def create_app(settings: Settings | None = None, *,
     app.state.given_dispatcher = dispatcher
     app.state.keys_cache = KeysCache()
     app.state.rendered_trees = tree.RenderedTrees()
+    app.state.stream_slots = StreamSlots(settings.tenant_max_event_streams)
     app.state.stream_options = StreamOptions(
         poll_seconds=float(getattr(settings, "sse_poll_seconds", 0.2)),
         keepalive_seconds=float(getattr(settings, "sse_keepalive_seconds", 15.0)),
@@ -126,7 +128,12 @@ def create_app(settings: Settings | None = None, *,
     for module in (tasks, tree, events, environments, health, metrics, webhooks):
         app.include_router(module.router)
     ui.install(app)
-    # outermost last: the body limit runs before anything reads the body
+    # outermost last: the edge checks (Host, Origin, form types) run first, then the body
+    # limits, before anything reads the body
     app.add_middleware(CatchAllMiddleware)
-    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes)
+    app.add_middleware(BodyLimitMiddleware, max_bytes=settings.max_body_bytes,
+                       timeout=settings.http_body_timeout_seconds)
+    app.add_middleware(EdgeMiddleware,
+                       policy=HostPolicy.build(settings.allowed_hosts,
+                                               [settings.host, settings.published_host]))
     return app

@@ -1,8 +1,9 @@
-"""Pure ASGI middleware: the request body limit and the last-resort error handler (503 with
-``Retry-After`` while the database is unreachable, else 500)."""
+"""Pure ASGI middleware: the request body's size and time limits and the last-resort error
+handler (503 with ``Retry-After`` while the database is unreachable, else 500)."""
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 from typing import Any
@@ -18,7 +19,7 @@ DATABASE_RETRY_AFTER = 5
 log = logging.getLogger(__name__)
 
 
-async def _send_problem(send: Send, status: int, body: dict[str, Any],
+async def send_problem(send: Send, status: int, body: dict[str, Any],
                         headers: list[tuple[bytes, bytes]] | None = None) -> None:
     payload = json.dumps(body).encode()
     await send({
@@ -31,16 +32,18 @@ async def _send_problem(send: Send, status: int, body: dict[str, Any],
 
 
 class BodyLimitMiddleware:
-    """Reject bodies larger than ``max_bytes`` with 413 before anything parses them.
+    """Reject bodies larger than ``max_bytes`` with 413 before anything parses them, and
+    bodies that take longer than ``timeout`` seconds to arrive with 408.
 
     A declared ``Content-Length`` over the limit is refused at once; otherwise the body is read
     (counting, for chunked uploads) up to the limit and handed on, so the application never sees
     a partial body.
     """
 
-    def __init__(self, app: ASGIApp, max_bytes: int) -> None:
+    def __init__(self, app: ASGIApp, max_bytes: int, timeout: float = 30.0) -> None:
         self.app = app
         self.max_bytes = max_bytes
+        self.timeout = timeout
 
     def _too_large(self, path: str) -> dict[str, Any]:
         return problem_body(
@@ -60,12 +63,12 @@ class BodyLimitMiddleware:
             try:
                 declared = int(length)
             except ValueError:
-                await _send_problem(send, 400, problem_body(
+                await send_problem(send, 400, problem_body(
                     400, "malformed Content-Length header", instance=scope.get("path")))
                 return
             if declared > self.max_bytes:
-                await _send_problem(send, 413, self._too_large(scope.get("path", "")),
-                                    [(b"connection", b"close")])
+                await send_problem(send, 413, self._too_large(scope.get("path", "")),
+                                   [(b"connection", b"close")])
                 return
             if declared == 0:
                 await self.app(scope, receive, send)
@@ -75,20 +78,21 @@ class BodyLimitMiddleware:
             return
 
         chunks: list[bytes] = []
-        size = 0
-        while True:
-            message = await receive()
-            if message["type"] == "http.disconnect":
-                return
-            chunk = message.get("body", b"")
-            size += len(chunk)
-            if size > self.max_bytes:
-                await _send_problem(send, 413, self._too_large(scope.get("path", "")),
-                                    [(b"connection", b"close")])
-                return
-            chunks.append(chunk)
-            if not message.get("more_body", False):
-                break
+        try:
+            async with asyncio.timeout(self.timeout):
+                complete = await self._read(receive, chunks)
+        except TimeoutError:
+            await send_problem(send, 408, problem_body(
+                408, f"the request body did not arrive within {self.timeout:g} s "
+                "(ADAPT_HTTP_BODY_TIMEOUT_SECONDS)", slug="body-timeout",
+                instance=scope.get("path")), [(b"connection", b"close")])
+            return
+        if complete is None:  # the client went away
+            return
+        if not complete:
+            await send_problem(send, 413, self._too_large(scope.get("path", "")),
+                               [(b"connection", b"close")])
+            return
 
         body = b"".join(chunks)
         replayed = False
@@ -101,6 +105,22 @@ class BodyLimitMiddleware:
             return await receive()
 
         await self.app(scope, replay, send)
+
+    async def _read(self, receive: Receive, chunks: list[bytes]) -> bool | None:
+        """Read the body into ``chunks``: True when whole, False past the limit, None when
+        the client disconnected."""
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                return None
+            chunk = message.get("body", b"")
+            size += len(chunk)
+            if size > self.max_bytes:
+                return False
+            chunks.append(chunk)
+            if not message.get("more_body", False):
+                return True
 
 
 class CatchAllMiddleware:
@@ -130,7 +150,7 @@ class CatchAllMiddleware:
                             scope.get("path"), type(exc).__name__)
                 if started:
                     raise
-                await _send_problem(send, 503, problem_body(
+                await send_problem(send, 503, problem_body(
                     503, "the database is unavailable; retry after the time in Retry-After",
                     slug="database-unavailable", title="Service Unavailable",
                     instance=scope.get("path"),
@@ -139,7 +159,7 @@ class CatchAllMiddleware:
             log.exception("unhandled error on %s %s", scope.get("method"), scope.get("path"))
             if started:
                 raise
-            await _send_problem(send, 500, problem_body(
+            await send_problem(send, 500, problem_body(
                 500, "an unexpected error occurred on the server; it has been logged. Retry "
                 "later, and report it if it persists", slug="internal-error",
                 instance=scope.get("path"),

@@ -2,8 +2,12 @@
 
 Refuses to expose an unauthenticated API: binding a non-loopback address while no API key
 was ever created needs ``ADAPT_ALLOW_PUBLIC_WITHOUT_KEYS=1``, and ``ADAPT_AUTH_MODE=off`` is
-refused there outright. Runs one uvicorn process; in embedded mode
-the tasks run in that process's event loop.
+refused there outright. In a container the address judged is the one the port is published
+on (``ADAPT_PUBLISHED_HOST``), not the bind address. Runs one uvicorn process; in embedded mode
+the tasks run in that process's event loop. The server closes connections that do not send
+complete request headers in time (``ADAPT_HTTP_HEADER_TIMEOUT_SECONDS``, ``api.protocol``) or
+stay idle after a response (``ADAPT_HTTP_KEEPALIVE_SECONDS``), and the app answers the bind
+address as a ``Host`` (``api.edge``).
 """
 
 from __future__ import annotations
@@ -18,6 +22,7 @@ from adapt.service import auth
 from adapt.settings import Settings, get_settings
 from adapt.store import migrate
 from adapt.store.db import create_engine, session_factory
+from api.protocol import protocol_class
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +39,10 @@ async def _any_keys(settings: Settings) -> bool:
 def check_exposure(settings: Settings, host: str, has_keys: bool) -> None:
     """Raise ``UserError`` for a public bind without keys; warn loudly for an open local one.
 
-    ``has_keys``: a key was ever created (authentication is then required in mode auto)."""
+    ``has_keys``: a key was ever created (authentication is then required in mode auto). In a
+    container (bind address 0.0.0.0), the address judged is the one the port is published on,
+    ``ADAPT_PUBLISHED_HOST``, when it is set."""
+    host = settings.published_host or host
     if settings.auth_mode == "off":
         if not is_loopback_host(host):
             raise UserError(
@@ -83,9 +91,13 @@ def serve(settings: Settings | None = None, host: str | None = None,
                             f"({', '.join(todo)}); run `adapt db upgrade` first")
     check_exposure(settings, bind_host, asyncio.run(_any_keys(settings)))
     sock = bind_socket(bind_host, bind_port)  # before anything says the API is ready
+    # the app knows the address it serves (a Host it answers), also when --host overrides it
+    settings = settings.model_copy(update={"host": bind_host, "port": bind_port})
     app = create_app(settings)
     config = uvicorn.Config(app, host=bind_host, port=bind_port, proxy_headers=False,
-                            timeout_graceful_shutdown=10)
+                            timeout_graceful_shutdown=10,
+                            timeout_keep_alive=settings.http_keepalive_seconds,
+                            http=protocol_class(settings.http_header_timeout_seconds))
     try:
         uvicorn.Server(config).run(sockets=[sock])
     finally:

@@ -2,7 +2,8 @@
 
 Each poll is one cheap query (the task's status and ``last_seq``); events are fetched only
 when ``last_seq`` moved. A fresh session is used per poll, so a long stream holds no
-connection while it waits.
+connection while it waits. A tenant holds at most ``ADAPT_TENANT_MAX_EVENT_STREAMS`` streams at
+once in a process (:class:`StreamSlots`, :class:`CountedStream`).
 """
 
 from __future__ import annotations
@@ -10,14 +11,21 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from adapt.store.event_log import NodeStates, StoredEvent, read_events
 from adapt.store.queries import task_progress
+from api.problems import problem_response
+
+#: seconds a client refused for too many streams is asked to wait
+STREAMS_RETRY_AFTER = 5
 
 FINISHED_EVENT = "task.finished"
 
@@ -88,3 +96,54 @@ async def event_stream(
         if await is_disconnected():
             return
         await asyncio.sleep(options.poll_seconds)
+
+
+class StreamSlots:
+    """How many event streams each tenant has open in this process, at most ``limit``."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self._open: Counter[str] = Counter()
+
+    def acquire(self, tenant: str) -> bool:
+        if self._open[tenant] >= self.limit:
+            return False
+        self._open[tenant] += 1
+        return True
+
+    def release(self, tenant: str) -> None:
+        self._open[tenant] -= 1
+        if self._open[tenant] <= 0:
+            del self._open[tenant]
+
+    def open(self, tenant: str) -> int:
+        return self._open[tenant]
+
+
+class CountedStream(StreamingResponse):
+    """An event stream that holds one of its tenant's slots while it is sent: taken when the
+    response starts, freed however it ends (finished, client gone, server stopping). With no
+    slot free it answers 429 with ``Retry-After`` instead."""
+
+    def __init__(self, content: AsyncIterator[str], slots: StreamSlots, tenant: str,
+                 headers: dict[str, str]) -> None:
+        super().__init__(content, media_type="text/event-stream", headers=headers)
+        self.slots = slots
+        self.tenant = tenant
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if not self.slots.acquire(self.tenant):
+            iterator = self.body_iterator
+            if hasattr(iterator, "aclose"):
+                await iterator.aclose()  # never started: nothing to clean up but the object
+            refusal = problem_response(
+                429, f"this tenant already has {self.slots.limit} event streams open "
+                "(ADAPT_TENANT_MAX_EVENT_STREAMS); close one, or poll with ?since=",
+                slug="too-many-streams", instance=scope.get("path"),
+                headers={"Retry-After": str(STREAMS_RETRY_AFTER)})
+            await refusal(scope, receive, send)
+            return
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.slots.release(self.tenant)

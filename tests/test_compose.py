@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
+import pytest
 import yaml
 from typer.testing import CliRunner
 
 from adapt.cli import app
+from adapt.errors import UserError
+from adapt.settings import Settings
+from api.serve import check_exposure
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -53,8 +58,6 @@ def test_every_service_command_is_a_valid_adapt_command() -> None:
 
 
 def test_documented_env_vars_exist_in_settings() -> None:
-    from adapt.settings import Settings
-
     names = set()
     for field, info in Settings.model_fields.items():
         alias = info.validation_alias
@@ -64,3 +67,39 @@ def test_documented_env_vars_exist_in_settings() -> None:
         for var in (service.get("environment") or {}):
             if var.startswith("ADAPT_"):
                 assert var in names, var
+
+
+def _as_shipped(value: object) -> str:
+    """What docker compose makes of ``${NAME:-default}`` when NAME is not set."""
+    return re.sub(r"\$\{[A-Z_]+:-([^}]*)\}", r"\1", str(value))
+
+
+def test_the_api_is_published_on_loopback_only_and_never_open_beyond_it(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 27: as shipped, the API's port is published on 127.0.0.1 only; nothing lets
+    `adapt serve` run open on a public address; published on every interface without a key,
+    it refuses to start."""
+    services = compose()["services"]
+    for name, service in services.items():
+        env = {k: _as_shipped(v) for k, v in (service.get("environment") or {}).items()}
+        assert "ADAPT_ALLOW_PUBLIC_WITHOUT_KEYS" not in env, name
+        assert env.get("ADAPT_AUTH_MODE", "auto") != "off", name
+        if name != "api":
+            assert not service.get("ports"), f"{name} publishes a port"
+    api = services["api"]
+    published = [_as_shipped(port).rsplit(":", 2) for port in api["ports"]]
+    assert published == [["127.0.0.1", "8000", "8000"]]
+    assert all("${ADAPT_PUBLISHED_HOST:-" in port for port in api["ports"])  # one variable
+
+    env = {k: _as_shipped(v) for k, v in api["environment"].items()}
+    assert env["ADAPT_PUBLISHED_HOST"] == "127.0.0.1"
+    for var, value in env.items():
+        monkeypatch.setenv(var, value)
+    bind = api["command"][api["command"].index("--host") + 1]
+    check_exposure(Settings(), bind, has_keys=False)  # open on this machine, as adapt serve
+    monkeypatch.setenv("ADAPT_PUBLISHED_HOST", "0.0.0.0")
+    with pytest.raises(UserError, match="adapt keys create"):
+        check_exposure(Settings(), bind, has_keys=False)
+    check_exposure(Settings(), bind, has_keys=True)
+    monkeypatch.setenv("ADAPT_ALLOWED_HOSTS", '["adapt.example.com"]')
+    assert Settings().allowed_hosts == ["adapt.example.com"]

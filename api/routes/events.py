@@ -5,15 +5,15 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import APIRouter, Header, Query, Request, Response
-from fastapi.responses import JSONResponse, StreamingResponse
+from fastapi.responses import JSONResponse
 
 from adapt.store import queries
 from adapt.store.event_log import read_events
 from api.deps import SessionDep, SessionsDep, TenantDep
 from api.problems import not_found
 from api.routes.tasks import PROBLEMS
-from api.schemas import EVENT, EventList
-from api.sse import StreamOptions, event_json, event_stream
+from api.schemas import EVENT, EventList, Problem
+from api.sse import CountedStream, StreamOptions, event_json, event_stream
 
 router = APIRouter(prefix="/tasks", tags=["events"])
 
@@ -33,7 +33,9 @@ once, with the call, and read with `GET /tasks/{id}/nodes/{node_id}`) and, last,
   `since`, else from the first event; it polls for new events and sends a `: keep-alive`
   comment every ~15 s. It closes after sending `task.finished`, and at once if the task is
   finished and the client already has every event. Reconnecting with `Last-Event-ID` at any
-  time, also after the task finished, resumes without gaps or duplicates.
+  time, also after the task finished, resumes without gaps or duplicates. A tenant may hold
+  at most `ADAPT_TENANT_MAX_EVENT_STREAMS` streams open at once (per API process); one more is
+  a 429 with `Retry-After`, and a stream's slot is freed as soon as it closes.
 - **JSON** (`application/json`, `EventList`) when `since` is given (and `Accept` does not ask
   for `text/event-stream`) or `Accept` is `application/json`: at most `limit` events with
   `seq > since`, `last_seq` to pass as the next `since`, and `finished` (true when the task is
@@ -55,6 +57,8 @@ def wants_stream(accept: str | None, since: int | None) -> bool:
     description=DESCRIPTION,
     responses={
         **PROBLEMS,
+        429: {"model": Problem, "description": "The tenant already holds "
+              "ADAPT_TENANT_MAX_EVENT_STREAMS open event streams (SSE); see Retry-After"},
         200: {
             "description": "SSE stream (text/event-stream) or a JSON page of events",
             "content": {
@@ -94,9 +98,9 @@ async def task_events(
             start = last_event_id
         options: StreamOptions = getattr(request.app.state, "stream_options", StreamOptions())
         await session.close()  # the stream polls with its own short sessions
-        return StreamingResponse(
+        return CountedStream(
             event_stream(sessions, task.id, start, options, request.is_disconnected),
-            media_type="text/event-stream",
+            request.app.state.stream_slots, tenant,
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 

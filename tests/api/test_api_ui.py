@@ -31,6 +31,7 @@ async def test_page_paths_serve_the_app_shell_with_a_strict_csp(client: httpx.As
         csp = response.headers["content-security-policy"]
         assert "script-src 'self'" in csp and "unsafe-inline" not in csp
         assert "connect-src 'self'" in csp and "frame-ancestors 'none'" in csp
+        assert response.headers["x-frame-options"] == "DENY"  # older browsers (issue 27)
         assert '<script type="module" src="/ui/static/app.js">' in response.text
     assert (await client.get("/ui/tasks/a/b")).status_code == 404
 

@@ -4,6 +4,9 @@
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import re
 from typing import Any
 
 import pytest
@@ -60,3 +63,36 @@ async def test_docs_are_served_by_the_app_without_a_cdn(database_url: str) -> No
             assert f"/docs/static/{asset}" in page.text
             served = await client.get(f"/docs/static/{asset}")
             assert served.status_code == 200 and len(served.content) > 10_000
+
+
+async def test_docs_forbid_framing_and_allow_only_their_own_scripts(database_url: str) -> None:
+    """Issue 27: /docs and its assets carry a CSP (no framing, scripts from the server plus
+    the page's one inline script, by hash), X-Frame-Options and nosniff; /redoc is not
+    served."""
+    async with service(database_url, dispatcher=FakeDispatcher(), **QUEUED) as client:
+        page = await client.get("/docs")
+        csp = page.headers["content-security-policy"]
+        directives = dict(d.strip().split(" ", 1) for d in csp.split(";"))
+        assert directives["frame-ancestors"] == "'none'"
+        assert directives["default-src"] == "'self'"
+        assert "unsafe-inline" not in csp and "unsafe-eval" not in csp
+        assert page.headers["x-frame-options"] == "DENY"
+        assert page.headers["x-content-type-options"] == "nosniff"
+        inline = re.findall(r"<script>(.*?)</script>", page.text, re.DOTALL)
+        assert len(inline) == 1  # the call that starts Swagger UI
+        digest = base64.b64encode(hashlib.sha256(inline[0].encode()).digest()).decode()
+        assert directives["script-src"].split() == ["'self'", f"'sha256-{digest}'"]
+        assert '"validatorUrl": null' in inline[0]  # no badge fetched from swagger.io
+        asset = await client.get("/docs/static/swagger-ui-bundle.js")
+        assert asset.headers["x-content-type-options"] == "nosniff"
+        assert (await client.get("/redoc")).status_code == 404
+
+
+async def test_openapi_documents_the_edge_refusals(database_url: str) -> None:
+    async with service(database_url, dispatcher=FakeDispatcher(), **QUEUED) as client:
+        doc = (await client.get("/openapi.json")).json()
+    cancel = doc["paths"]["/tasks/{task_id}/cancel"]["post"]["responses"]
+    assert {"403", "415", "421"} <= set(cancel)
+    events = doc["paths"]["/tasks/{task_id}/events"]["get"]["responses"]
+    assert "421" in events and "429" in events and "403" not in events
+    assert "408" in doc["paths"]["/tasks"]["post"]["responses"]

@@ -22,7 +22,7 @@ def test_a_stream_closed_early_by_its_client_writes_no_more(tmp_path: Path) -> N
                  ["finished"], 60, "the task to finish")
         for _ in range(5):  # what `curl -N .../events | head -c 300` does
             with socket.create_connection(("127.0.0.1", server.port)) as conn:
-                conn.sendall(f"GET /tasks/{task_id}/events HTTP/1.1\r\nHost: x\r\n"
+                conn.sendall(f"GET /tasks/{task_id}/events HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                              "Accept: text/event-stream\r\n\r\n".encode())
                 assert conn.recv(300)
                 conn.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, b"\x01\x00\x00\x00"
