@@ -115,7 +115,6 @@ async def test_the_monitor_saves_nodes_on_a_noisy_simulated_model() -> None:
 async def test_the_simulator_fixes_its_format_error_when_resumed() -> None:
     model = from_spec("sim:textcraft?capability=2&format_error_rate=1")
     sink = MemorySink()
-    # every first draft is malformed; every resumed continuation redraws its format (seed 3: a
-    # depth-2 goal, within the executor's capability)
-    await run_task(TextCraft(), {"seed": 3}, RunConfig(strategy="react"), model, sink=sink)
+    # every first draft is malformed; every resumed continuation redraws its format
+    await run_task(TextCraft(), {"seed": 5}, RunConfig(strategy="react"), model, sink=sink)
     assert any(c.monitor and c.monitor.get("corrected") for c in sink.calls)
