@@ -165,7 +165,7 @@ def test_category_not_found_leads_to_concrete_item() -> None:
 
 def test_not_found_teaches_a_new_category() -> None:
     commands = [
-        "craft 1 campfire using 3 stick, 1 coals, 3 logs",
+        "craft 1 campfire using 3 logs, 3 stick, 1 coals",
         "craft 4 oak planks using 1 oak logs",
         "craft 1 oak wood using 4 oak logs",
     ]

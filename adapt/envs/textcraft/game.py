@@ -24,6 +24,10 @@ from adapt.errors import InvalidConfig
 
 #: the paper's cap on distractor commands (and on uses sampled per ingredient)
 MAX_DISTRACTORS = 10
+#: goals of earlier recipe data that are goals no more; the seeded draw still counts them (and
+#: draws again when it lands on one), so every other seed keeps its goal: chiseled quartz block
+#: has depth 1 since the recipes come from the game's files (its quartz slab is a base item)
+RETIRED_GOALS = ("chiseled_quartz_block",)
 
 _COMMAND = re.compile(r"^craft\s+(\d+)\s+(.+?)\s+using\s+(.+)$", re.IGNORECASE)
 _AMOUNT = re.compile(r"^(\d+)\s+(.+)$")
@@ -79,9 +83,17 @@ def generate(book: RecipeBook, goal: str, rng: random.Random) -> Game:
 
 
 def game_for_seed(book: RecipeBook, seed: int) -> Game:
-    """The seeded game: the goal is drawn from the items of depth >= 2, then the commands."""
+    """The seeded game: the goal is drawn from the items of depth >= 2, then the commands.
+
+    The draw is over the goals plus ``RETIRED_GOALS`` (sorted), again until it is a goal.
+    """
     rng = derived_rng("textcraft-seed", seed)
-    return generate(book, rng.choice(book.goals), rng)
+    retired = set(RETIRED_GOALS) - set(book.goals)
+    pool = sorted({*book.goals, *retired})
+    goal = rng.choice(pool)
+    while goal in retired:
+        goal = rng.choice(pool)
+    return generate(book, goal, rng)
 
 
 def parse_goal(book: RecipeBook, text: str, extra: Sequence[Recipe] = ()) -> str:

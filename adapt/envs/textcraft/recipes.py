@@ -1,14 +1,15 @@
-"""Minecraft 1.16.5 crafting-table recipes from the ``minecraft-data`` package, normalised.
+"""Minecraft 1.16.5 crafting-table recipes, as TextCraft shows them, normalised.
 
-Pipeline (every step deterministic: inputs are sorted, no ``hash()``, no dict-order reliance):
+Pipeline (every step deterministic: no ``hash()``, no reliance on a directory's listing order):
 
-1. read ``recipes.json`` and ``items.json`` through ``dataPaths.json`` (``pc`` / ``1.16.5``);
-2. fold tag variants back into one recipe with a tag ingredient (``tags.json``);
-3. count ingredients (shaped: occurrences in the pattern; shapeless: list entries); the output
-   count comes from the result; identical recipes are merged;
-4. drop decompression recipes: a single distinct input whose id ends with ``_block``
+1. read the packaged recipe table (``recipe_table.py``: one row per recipe file of the game, the
+   ingredients in the reference's order) and the item list of the ``minecraft-data`` package
+   (``items.json`` through ``dataPaths.json``, ``pc`` / ``1.16.5``), which names what ``get`` may
+   fetch;
+2. check the tag ingredients against ``tags.json``; identical recipes are merged;
+3. drop decompression recipes: a single distinct input whose id ends with ``_block``
    (``9 iron ingot <- 1 iron block``), as the paper's implementation does;
-5. break recipe cycles (see :func:`break_cycles`).
+4. break recipe cycles (see :func:`break_cycles`).
 """
 
 from __future__ import annotations
@@ -17,13 +18,14 @@ import json
 import logging
 import re
 from collections import Counter, defaultdict
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from importlib.util import find_spec
 from pathlib import Path
 from typing import Any
 
+from adapt.envs.textcraft.recipe_table import TableRecipe, load_table
 from adapt.envs.textcraft.tags import Tag
 
 logger = logging.getLogger(__name__)
@@ -83,17 +85,6 @@ class Recipe:
 
 
 @dataclass(frozen=True, slots=True)
-class RawVariant:
-    """One recipe entry of minecraft-data, with item ids instead of numbers."""
-
-    output: str
-    count: int
-    #: ingredient ids, one per occupied grid cell (shaped) or list entry (shapeless)
-    cells: tuple[str, ...]
-    shaped: bool
-
-
-@dataclass(frozen=True, slots=True)
 class RecipeData:
     recipes: tuple[Recipe, ...]
     #: every item id minecraft-data knows for the version
@@ -126,82 +117,37 @@ def load_items() -> dict[int, str]:
     return {int(entry["id"]): str(entry["name"]) for entry in raw}
 
 
-def load_variants(items: Mapping[int, str] | None = None) -> list[RawVariant]:
-    """Every crafting recipe entry, sorted (the file's key order never matters)."""
-    names = load_items() if items is None else items
-    raw: dict[str, list[dict[str, Any]]] = json.loads(
-        data_file("recipes").read_text(encoding="utf-8")
-    )
-    out: list[RawVariant] = []
-    for entries in raw.values():
-        for entry in entries:
-            result = entry["result"]
-            output, count = names[int(result["id"])], int(result.get("count", 1))
-            if "inShape" in entry:
-                cells = tuple(names[c] for row in entry["inShape"] for c in row if c is not None)
-                out.append(RawVariant(output, count, cells, True))
-            else:
-                cells = tuple(names[c] for c in entry["ingredients"])
-                out.append(RawVariant(output, count, cells, False))
-    out.sort(key=lambda v: (v.output, v.count, v.cells, v.shaped))
-    return out
+# -- the recipe table --------------------------------------------------------------------------
+def recipes_from_table(rows: Sequence[TableRecipe], tags: Mapping[str, Tag]) -> list[Recipe]:
+    """The table's rows as recipes, in the table's ingredient order, checked against the tag
+    table: every ``#tag`` ingredient is a tag of ``tags.json`` whose ``used_by`` lists exactly
+    the results that use it, and no plain ingredient is a tag's name. Rows that are the same
+    recipe (``sugar`` from sugar cane, twice) are kept once: the first by file name.
 
-
-# -- normalising -------------------------------------------------------------------------------
-def _ordered_counts(cells: Iterable[str]) -> list[tuple[str, int]]:
-    counts = Counter(cells)
-    return [(name, counts[name]) for name in dict.fromkeys(cells)]
-
-
-def fold_variants(variants: Sequence[RawVariant], tags: Mapping[str, Tag]) -> list[Recipe]:
-    """Fold tag expansions back into tag ingredients and merge identical recipes.
-
-    Raises ``RuntimeError`` when the data and the tag table disagree (a ``used_by`` recipe whose
-    variants do not cover exactly the tag's members).
+    Raises ``RuntimeError`` when the data and the tag table disagree.
     """
-    by_output: dict[str, list[RawVariant]] = defaultdict(list)
-    for v in variants:
-        by_output[v.output].append(v)
-    users: dict[str, list[Tag]] = defaultdict(list)
+    users: dict[str, set[str]] = defaultdict(set)
+    seen: dict[tuple[str, int, tuple[tuple[str, int], ...]], Recipe] = {}
+    for row in rows:
+        inputs: list[tuple[str, int]] = []
+        for name, n in row.inputs:
+            if name.startswith("#"):
+                name = name[1:]
+                if name not in tags:
+                    raise RuntimeError(f"{row.file}: tag {name!r} is not in tags.json")
+                users[name].add(row.output)
+            elif name in tags:
+                raise RuntimeError(f"{row.file}: item {name!r} has the name of a tag")
+            inputs.append((name, n))
+        recipe = Recipe(row.output, row.count, inputs)
+        seen.setdefault(recipe.key, recipe)
     for tag in tags.values():
-        for result in tag.used_by:
-            users[result].append(tag)
-
-    merged: dict[tuple[str, int, tuple[tuple[str, int], ...]], Recipe] = {}
-    for output in sorted(by_output):
-        member_tag: dict[str, str] = {}
-        for tag in users.get(output, ()):
-            for member in tag.members:
-                if member in member_tag:
-                    raise RuntimeError(f"{output}: {member} is in two tags it uses")
-                member_tag[member] = tag.name
-        groups: dict[tuple[tuple[str, ...], int], set[tuple[str, ...]]] = defaultdict(set)
-        for v in by_output[output]:
-            canon = tuple(member_tag.get(c, c) for c in v.cells)
-            groups[(canon, v.count)].add(v.cells)
-        folded = set()
-        for (canon, count), members in sorted(groups.items()):
-            expected = 1
-            for name in set(canon) & set(member_tag.values()):
-                expected *= len(tags[name].members)
-                folded.add(name)
-            if len(members) != expected:
-                raise RuntimeError(
-                    f"{output}: {len(members)} variants of {canon} in minecraft-data, "
-                    f"the tag table implies {expected}"
-                )
-            recipe = Recipe(output, count, _ordered_counts(canon))
-            old = merged.get(recipe.key)
-            if old is None or recipe.inputs < old.inputs:
-                merged[recipe.key] = recipe
-        missing = {t.name for t in users.get(output, ())} - folded
-        if missing:
-            raise RuntimeError(f"{output}: tags {sorted(missing)} listed in used_by but unused")
-    unknown = sorted(set(users) - set(by_output))
-    if unknown:
-        raise RuntimeError(f"tags.json used_by names items without recipes: {unknown}")
-    return sorted(merged.values(), key=lambda r: (r.output, r.line))
-
+        if users.get(tag.name, set()) != set(tag.used_by):
+            raise RuntimeError(
+                f"tags.json: {tag.name} used_by {sorted(tag.used_by)}, "
+                f"the recipe table: {sorted(users.get(tag.name, ()))}"
+            )
+    return sorted(seen.values(), key=lambda r: (r.output, r.line))
 
 def is_decompression(recipe: Recipe) -> bool:
     """A single distinct input whose id ends with ``_block`` (``9 coal <- 1 coal block``)."""
@@ -259,11 +205,15 @@ def break_cycles(recipes: Sequence[Recipe]) -> tuple[list[Recipe], list[Recipe]]
 
     1. its output keeps another recipe (nothing becomes uncraftable if one exists);
     2. the most compressing recipe first (input units per output unit, highest first), so the
-       raw form stays a base material: ``iron ingot <- 9 iron nugget`` goes, ``9 iron nugget <-
-       iron ingot`` stays and iron ingot becomes fetchable; likewise gold and honey block;
+       raw form stays a base material;
     3. output id, then command text.
 
-    Order-independent: the result depends only on the set of recipes.
+    The 1.16.5 recipes have three cycles, each a pair, and the rule keeps the recipe the
+    published TextCraft games show: ``9 gold nugget <- 1 gold ingot`` (``gold ingot <- 9 gold
+    nugget`` goes), ``9 iron nugget <- 1 iron ingot`` and ``4 honey bottle <- 1 honey block,
+    4 glass bottle`` (``honey block <- 4 honey bottle`` goes); gold ingot, iron ingot and honey
+    block become fetchable. The reference keeps whichever recipe of a pair its directory
+    listing returns first; this rule depends only on the set of recipes, never on an order.
     """
     kept = sorted(recipes, key=lambda r: (r.output, r.line))
     dropped: list[Recipe] = []
@@ -294,8 +244,8 @@ def break_cycles(recipes: Sequence[Recipe]) -> tuple[list[Recipe], list[Recipe]]
 
 def build_recipe_data(tags: Mapping[str, Tag]) -> RecipeData:
     items = load_items()
-    folded = fold_variants(load_variants(items), tags)
-    kept = [r for r in folded if not is_decompression(r)]
-    decompression = tuple(r for r in folded if is_decompression(r))
+    recipes = recipes_from_table(load_table(), tags)
+    kept = [r for r in recipes if not is_decompression(r)]
+    decompression = tuple(r for r in recipes if is_decompression(r))
     acyclic, cycles = break_cycles(kept)
     return RecipeData(tuple(acyclic), frozenset(items.values()), decompression, tuple(cycles))

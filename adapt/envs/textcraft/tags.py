@@ -1,8 +1,9 @@
 """The explicit tag table (``tags.json``): which 1.16.5 item tags crafting recipes use.
 
-minecraft-data expands every tag ingredient into one recipe variant per tag member. TextCraft
-games show the tag instead (``craft 4 stick using 2 planks``), so ``recipes.py`` folds the
-variants back with this table. Two kinds of tag:
+Crafting recipes name a tag where any of several items will do, and TextCraft games show the
+tag (``craft 4 stick using 2 planks``). The recipe table (``recipes-1.16.5.tsv``) keeps those tag
+ingredients; this table gives each tag's members (the game's ``data/minecraft/tags/items``) and
+the results that use it (``used_by``, checked against the recipe table). Two kinds of tag:
 
 - ``category`` (``planks``, ``wool``): a generic category; any member satisfies the ingredient.
   A category is not an item: it cannot be fetched or held.

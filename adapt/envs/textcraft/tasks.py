@@ -4,8 +4,9 @@
 - ``dev``: the remaining depth-2 goals;
 - ``all``: both.
 
-The 77 depth-2 test goals are a fixed sample (SHA-256-derived seed over the sorted goal list),
-so the split is the same in every process. A task's ``config`` is ``{"goal": "craft <item>"}``:
+The 77 depth-2 test goals are a fixed list (``test-split.txt``, package data: drawn once from a
+SHA-256-seeded sample and pinned), so the split is the same in every process and survives
+changes of the recipe data. A task's ``config`` is ``{"goal": "craft <item>"}``:
 ``TextCraft().reset(**task.config)`` generates that goal's game deterministically.
 """
 
@@ -13,10 +14,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import cache
+from importlib import resources
 from typing import Any, Literal
 
 from adapt.envs.textcraft.book import MIN_GOAL_DEPTH, load_book
-from adapt.envs.textcraft.game import derived_rng
 from adapt.envs.textcraft.recipes import display
 from adapt.errors import InvalidConfig
 
@@ -24,7 +25,15 @@ Split = Literal["dev", "test", "all"]
 
 #: depth-2 goals in the test split (the paper: 77 of 297)
 TEST_DEPTH2 = 77
-_SPLIT_SEED = "textcraft-test-split-v1"
+SPLIT_FILE = "test-split.txt"
+
+
+def pinned_test_goals() -> frozenset[str]:
+    """The pinned depth-2 goals of the test split (``test-split.txt``)."""
+    text = resources.files("adapt.envs.textcraft").joinpath(SPLIT_FILE).read_text("utf-8")
+    return frozenset(
+        line.strip() for line in text.splitlines() if line.strip() and not line.startswith("#")
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -52,9 +61,10 @@ class Task:
 def _all_tasks() -> tuple[Task, ...]:
     book = load_book()
     goals = sorted(book.goals, key=lambda g: (book.depth(g), g))
-    depth2 = [g for g in goals if book.depth(g) == MIN_GOAL_DEPTH]
-    rng = derived_rng(_SPLIT_SEED)
-    test2 = set(rng.sample(depth2, min(TEST_DEPTH2, len(depth2))))
+    test2 = pinned_test_goals()
+    stale = sorted(g for g in test2 if g not in book.goals or book.depth(g) != MIN_GOAL_DEPTH)
+    if stale:
+        raise RuntimeError(f"{SPLIT_FILE}: not depth-{MIN_GOAL_DEPTH} goals of the book: {stale}")
     out: list[Task] = []
     for item in goals:
         depth = book.depth(item)

@@ -132,7 +132,7 @@ def test_textcraft_executor_spec_allows_one_thought_or_one_action() -> None:
 
     monitor = Monitor(Spec.parse(TextCraft().prompt_template("executor_spec")))
     for line in ("get 2 oak logs", "craft 4 oak planks using 1 oak logs", "inventory",
-                 "craft 3 oak fence using 4 oak planks, 2 stick", "think: Task completed!"):
+                 "craft 3 oak fence using 2 stick, 4 oak planks", "think: Task completed!"):
         assert monitor.check(line, final=True).valid, line
     result = monitor.check("get 2 oak logs craft 4 oak planks using 1 oak logs", final=True)
     assert result.kind == "bad_content" and result.kept == "get " and result.prefix == ""

@@ -1,14 +1,15 @@
-"""Recipe data: minecraft-data paths, tag folding, counts, dropped recipes, cycles, depth."""
+"""Recipe data: the packaged table, tags, counts, ingredient order, dropped recipes, cycles,
+depth."""
 
 from __future__ import annotations
 
 import json
 import random
-from collections import defaultdict
 
 import pytest
 
 from adapt.envs.textcraft.book import load_book
+from adapt.envs.textcraft.recipe_table import TableRecipe, load_table
 from adapt.envs.textcraft.recipes import (
     MC_VERSION,
     Recipe,
@@ -17,24 +18,30 @@ from adapt.envs.textcraft.recipes import (
     data_file,
     data_root,
     display,
-    fold_variants,
+    is_decompression,
     load_items,
-    load_variants,
+    recipes_from_table,
 )
 from adapt.envs.textcraft.tags import load_tags, parse_tags
 
 BOOK = load_book()
 TAGS = load_tags()
-VARIANTS = load_variants()
+TABLE = load_table()
 
 
-def test_data_files_come_from_data_paths_table() -> None:
+def test_item_list_comes_from_data_paths_table() -> None:
     table = json.loads((data_root() / "dataPaths.json").read_text(encoding="utf-8"))
-    for kind in ("recipes", "items"):
-        folder = table["pc"][MC_VERSION][kind]
-        assert data_file(kind) == data_root() / folder / f"{kind}.json"
-        assert data_file(kind).is_file()
-    assert table["pc"]["1.16.5"]["recipes"] == "pc/1.16.2"  # what the issue describes
+    folder = table["pc"][MC_VERSION]["items"]
+    assert data_file("items") == data_root() / folder / "items.json"
+    assert data_file("items").is_file()
+
+
+def test_every_name_of_the_table_is_an_item_or_a_tag() -> None:
+    items = set(load_items().values())
+    for row in TABLE:
+        assert row.output in items, row
+        for name, _ in row.inputs:
+            assert (name[1:] in TAGS) if name.startswith("#") else (name in items), row
 
 
 def test_book_is_cached_per_process() -> None:
@@ -73,43 +80,24 @@ def test_tag_members_are_items_and_tag_names_are_not() -> None:
     assert len(TAGS["logs"].members) == 32  # 6 overworld woods x 4 + 2 nether stems x 4
 
 
-@pytest.mark.parametrize("tag_name", sorted(TAGS))
-def test_each_tag_matches_the_recipe_variants_in_the_data(tag_name: str) -> None:
-    tag = TAGS[tag_name]
-    members = set(tag.members)
-    by_output: dict[str, list[tuple[str, ...]]] = defaultdict(list)
-    for v in VARIANTS:
-        by_output[v.output].append(v.cells)
-    for result in tag.used_by:
-        with_members = [cells for cells in by_output[result] if members & set(cells)]
-        seen = {c for cells in with_members for c in cells if c in members}
-        # the data expands the tag: one variant per member (times other tags' members)
-        assert seen == members, (result, sorted(members - seen))
-        assert len(with_members) % len(members) == 0, result
-        # and each variant uses exactly one member, in every slot of the tag
-        for cells in with_members:
-            assert len({c for c in cells if c in members}) == 1, (result, cells)
-        # the book folds the variants back into one tag ingredient
-        assert any(tag_name in r.needs for r in BOOK.by_output[result]), result
-
-
-def test_no_other_recipe_uses_a_whole_tag_unlisted() -> None:
-    """Any result whose variants span all members of a tag slot is listed in used_by, except
-    vanilla's inline item lists (torch and fire charge take coal or charcoal, not #coals)."""
-    inline_lists = {"torch", "soul_torch", "fire_charge"}
-    by_output: dict[str, set[tuple[str, ...]]] = defaultdict(set)
-    for v in VARIANTS:
-        by_output[v.output].add(v.cells)
+def test_each_tag_is_used_by_exactly_the_recipes_of_its_table_entry() -> None:
     for tag in TAGS.values():
-        members = set(tag.members)
-        for result, variants in by_output.items():
-            seen = {c for cells in variants for c in cells if c in members}
-            if seen == members and result not in tag.used_by and result not in inline_lists:
-                # a result spanning a tag it does not use must do so through another tag
-                assert any(
-                    t.name != tag.name and result in t.used_by and members <= set(t.members)
-                    for t in TAGS.values()
-                ), (tag.name, result)
+        users = {row.output for row in TABLE if any(n == "#" + tag.name for n, _ in row.inputs)}
+        assert users == set(tag.used_by), tag.name
+        for result in tag.used_by:
+            assert any(tag.name in r.needs for r in BOOK.by_output[result]), result
+
+
+def test_table_and_tag_table_must_agree() -> None:
+    row = next(r for r in TABLE if r.output == "painting")
+    with pytest.raises(RuntimeError, match="used_by"):
+        recipes_from_table([r for r in TABLE if r is not row], TAGS)
+    odd = TableRecipe("odd", "shaped", "odd", 1, (("#unknown_tag", 1),))
+    with pytest.raises(RuntimeError, match=r"not in tags\.json"):
+        recipes_from_table([*TABLE, odd], TAGS)
+    bare = TableRecipe("odd", "shaped", "odd", 1, (("planks", 1),))
+    with pytest.raises(RuntimeError, match="name of a tag"):
+        recipes_from_table([*TABLE, bare], TAGS)
 
 
 def test_categories_satisfied_by_members() -> None:
@@ -128,7 +116,7 @@ def test_parse_tags_rejects_bad_tables() -> None:
         parse_tags('{"tags": {"x": {"kind": "material", "members": ["#y"], "used_by": []}}}')
 
 
-# -- recipes -------------------------------------------------------------------------------------
+# -- recipes ---------------------------------------------------------------------------------------
 @pytest.mark.parametrize(
     "line",
     [
@@ -138,23 +126,39 @@ def test_parse_tags_rejects_bad_tables() -> None:
         "craft 4 crimson planks using 1 crimson stems",
         "craft 1 beehive using 6 planks, 3 honeycomb",
         "craft 3 dark oak sign using 6 dark oak planks, 1 stick",
-        "craft 1 lantern using 8 iron nugget, 1 torch",
         "craft 9 iron nugget using 1 iron ingot",
         "craft 4 honey bottle using 1 honey block, 4 glass bottle",
-        "craft 1 campfire using 3 stick, 1 coals, 3 logs",
-        "craft 1 soul campfire using 3 stick, 1 soul fire base blocks, 3 logs",
         "craft 1 barrel using 6 planks, 2 wooden slabs",
         "craft 1 furnace using 8 stone crafting materials",
-        "craft 1 stone pickaxe using 3 stone tool materials, 2 stick",
         "craft 1 painting using 8 stick, 1 wool",
-        "craft 4 torch using 1 coal, 1 stick",
-        "craft 4 torch using 1 charcoal, 1 stick",
         "craft 4 polished granite stairs using 6 polished granite",
-        "craft 1 crossbow using 3 stick, 1 iron ingot, 2 string, 1 tripwire hook",
+        "craft 1 granite using 1 diorite, 1 quartz",
+        # shaped recipes list their ingredients in the order of the file's key object, as the
+        # reference does (the published games' lines), not in the grid's reading order
+        "craft 1 lantern using 1 torch, 8 iron nugget",
+        "craft 4 torch using 1 stick, 1 coal",
+        "craft 1 campfire using 3 logs, 3 stick, 1 coals",
+        "craft 1 soul campfire using 3 logs, 3 stick, 1 soul fire base blocks",
+        "craft 1 stone pickaxe using 2 stick, 3 stone tool materials",
+        "craft 1 crossbow using 2 string, 3 stick, 1 iron ingot, 1 tripwire hook",
+        "craft 1 dispenser using 1 redstone, 7 cobblestone, 1 bow",
+        "craft 1 daylight detector using 3 quartz, 3 glass, 3 wooden slabs",
+        "craft 1 cake using 3 milk bucket, 2 sugar, 3 wheat, 1 egg",
+        "craft 2 diorite using 2 quartz, 2 cobblestone",
     ],
 )
 def test_known_commands_with_counts(line: str) -> None:
     assert line in BOOK.commands()
+
+
+def test_a_list_of_alternatives_gives_its_first_entry_only() -> None:
+    """As the reference: ``torch`` takes coal or charcoal in the game, TextCraft shows coal."""
+    commands = set(BOOK.commands())
+    assert "craft 3 fire charge using 1 gunpowder, 1 blaze powder, 1 coal" in commands
+    assert "craft 1 tnt using 4 sand, 5 gunpowder" in commands
+    for line in commands:
+        assert "charcoal" not in line and "red sand," not in line, line
+    assert [r.line for r in BOOK.by_output["torch"]] == ["craft 4 torch using 1 stick, 1 coal"]
 
 
 def test_recipe_commands_are_every_recipe_sorted() -> None:
@@ -172,32 +176,59 @@ def test_decompression_recipes_are_dropped() -> None:
         assert not (len(r.inputs) == 1 and r.inputs[0][0].endswith("_block")), r.line
 
 
-def test_cycles_are_broken_keeping_raw_materials_fetchable() -> None:
+def test_cycles_are_broken_keeping_what_the_published_games_show() -> None:
+    """Three pairs form cycles; the rule keeps the nugget and honey bottle recipes."""
     assert {r.line for r in BOOK.data.dropped_cycles} == {
         "craft 1 iron ingot using 9 iron nugget",
         "craft 1 gold ingot using 9 gold nugget",
         "craft 1 honey block using 4 honey bottle",
-        "craft 1 purpur pillar using 2 purpur slab",
-        "craft 6 sandstone slab using 3 chiseled sandstone",
-        "craft 6 red sandstone slab using 3 chiseled red sandstone",
     }
-    for item in ("iron_ingot", "gold_ingot", "honey_block", "purpur_pillar", "coal", "diamond"):
+    commands = set(BOOK.commands())
+    assert {
+        "craft 9 gold nugget using 1 gold ingot",
+        "craft 9 iron nugget using 1 iron ingot",
+        "craft 4 honey bottle using 1 honey block, 4 glass bottle",
+    } <= commands
+    for item in ("iron_ingot", "gold_ingot", "honey_block", "coal", "diamond"):
         assert BOOK.is_fetchable(item), item
-    # nothing that had another recipe lost craftability
-    for item in ("sandstone_slab", "red_sandstone_slab", "chiseled_sandstone", "honey_bottle"):
+    for item in ("iron_nugget", "gold_nugget", "honey_bottle", "purpur_pillar"):
         assert BOOK.is_craftable(item), item
 
 
-def test_cycle_breaking_and_folding_do_not_depend_on_order() -> None:
-    folded = fold_variants(VARIANTS, TAGS)
-    shuffled = list(VARIANTS)
-    random.Random(7).shuffle(shuffled)
-    assert [r.line for r in fold_variants(shuffled, TAGS)] == [r.line for r in folded]
-    kept, dropped = break_cycles(folded)
-    mixed = list(folded)
-    random.Random(11).shuffle(mixed)
-    kept2, dropped2 = break_cycles(mixed)
-    assert kept2 == kept and [r.line for r in dropped2] == [r.line for r in dropped]
+@pytest.mark.parametrize(
+    ("kept", "dropped"),
+    [
+        (Recipe("gold_nugget", 9, [("gold_ingot", 1)]), Recipe("gold_ingot", 1, [("gold_nugget", 9)])),
+        (Recipe("iron_nugget", 9, [("iron_ingot", 1)]), Recipe("iron_ingot", 1, [("iron_nugget", 9)])),
+        (
+            Recipe("honey_bottle", 4, [("honey_block", 1), ("glass_bottle", 4)]),
+            Recipe("honey_block", 1, [("honey_bottle", 4)]),
+        ),
+    ],
+)
+def test_the_cycle_rule_on_each_pair_in_any_order(kept: Recipe, dropped: Recipe) -> None:
+    for recipes in ([kept, dropped], [dropped, kept]):
+        assert break_cycles(recipes) == ([kept], [dropped])
+    # with the pair's other recipes around (the nuggets' uses, the glass bottle's recipe)
+    lantern = Recipe("lantern", 1, [("torch", 1), ("iron_nugget", 8)])
+    bottle = Recipe("glass_bottle", 3, [("glass", 3)])
+    for recipes in ([lantern, dropped, bottle, kept], [kept, bottle, dropped, lantern]):
+        out, gone = break_cycles(recipes)
+        assert gone == [dropped] and set(out) == {kept, lantern, bottle}
+
+
+def test_cycle_breaking_does_not_depend_on_order() -> None:
+    recipes = recipes_from_table(TABLE, TAGS)
+    kept, dropped = break_cycles([r for r in recipes if not is_decompression(r)])
+    for seed in (7, 11):
+        mixed = [r for r in recipes if not is_decompression(r)]
+        random.Random(seed).shuffle(mixed)
+        kept2, dropped2 = break_cycles(mixed)
+        assert kept2 == kept and [r.line for r in dropped2] == [r.line for r in dropped]
+    # the table's rows in any order give the same recipes, ingredient order included
+    rows = list(TABLE)
+    random.Random(3).shuffle(rows)
+    assert [r.line for r in recipes_from_table(rows, TAGS)] == [r.line for r in recipes]
 
 
 def test_break_cycles_small_graph() -> None:

@@ -97,7 +97,7 @@ def test_explicit_game_solvable_with_extra_command() -> None:
                 "craft 4 polished granite stairs using 6 polished granite",
                 "craft 4 polished granite using 4 granite",
                 "craft 1 granite using 1 diorite, 1 quartz",
-                "craft 2 diorite using 2 cobblestone, 2 quartz",
+                "craft 2 diorite using 2 quartz, 2 cobblestone",
             ],
         },
     )

@@ -9,6 +9,7 @@ import pytest
 
 from adapt.envs.textcraft import Task, TextCraft, tasks
 from adapt.envs.textcraft.book import load_book
+from adapt.envs.textcraft.tasks import TEST_DEPTH2, pinned_test_goals
 from adapt.errors import InvalidConfig
 
 BOOK = load_book()
@@ -27,7 +28,17 @@ def test_split_proportions() -> None:
     assert {t.id for t in test}.isdisjoint({t.id for t in dev})
     assert 190 <= len(test) <= 210  # "about 200 tasks"
     # what the recipe data gives today (the paper: 297 / 123 / 11 with its own table)
-    assert by_depth(every) == {2: 276, 3: 111, 4: 11}
+    assert by_depth(every) == {2: 275, 3: 111, 4: 11}
+
+
+def test_the_depth2_test_goals_are_pinned() -> None:
+    """The split survives changes of the recipe data: the 77 depth-2 test goals are a list."""
+    pinned = pinned_test_goals()
+    assert len(pinned) == TEST_DEPTH2
+    assert {t.item for t in tasks("test", depth=2)} == pinned
+    # chiseled quartz block was a dev goal of depth 2 before the recipe table; no test goal moved
+    assert BOOK.depth("chiseled_quartz_block") == 1
+    assert {"crimson_fence", "glistering_melon_slice", "ladder", "wooden_axe"} <= pinned
 
 
 def test_depth_filter_and_order() -> None:
