@@ -166,8 +166,7 @@ async def _final_action(run: Run, action: str) -> None:
         kind="action", node_id=node.id, index=node.steps_count + 1, raw=action, text=action,
         observation=result.observation, reward=reward, done=result.done,
         extra={"final": True}))
-    run.reward = max(run.reward, reward)
-    run.episode_done = run.episode_done or result.done
+    run.fold(reward, result.done)
 
 
 async def _close_unfinished(run: Run, running_to: NodeStatus, reason: str) -> None:
