@@ -16,6 +16,7 @@ from pydantic import BaseModel
 from adapt.engine.budget import BudgetTracker
 from adapt.engine.config import RunConfig
 from adapt.engine.events import (
+    EventReceiver,
     LLMCallFailed,
     LLMCallMade,
     NodeCreated,
@@ -23,8 +24,7 @@ from adapt.engine.events import (
     NullSink,
     StepAppended,
     TreeSink,
-    call_failed,
-    flush,
+    as_sink,
 )
 from adapt.engine.tree import LLMCall, MonitorTotals, Node, Step, UsageTotals
 from adapt.envs.base import Environment
@@ -84,7 +84,7 @@ class Run:
         executor_model: ChatModel | Sequence[ChatModel],
         planner_model: ChatModel | None = None,
         *,
-        sink: TreeSink | None = None,
+        sink: TreeSink | EventReceiver | None = None,
         cancel: CancelCheck | None = None,
         price: PriceFn | None = None,
         env_config: BaseModel | Mapping[str, Any] | None = None,
@@ -104,7 +104,7 @@ class Run:
         #: cascade attempt names its model in ``ExecuteOptions.model``)
         self.executor_models: tuple[ChatModel, ...] = tuple(models)
         self.planner_model = planner_model or models[0]
-        self.sink: TreeSink = sink or NullSink()
+        self.sink: TreeSink = NullSink() if sink is None else as_sink(sink)
         self.cancel = cancel
         self.price = price or default_price
         self.budget = BudgetTracker(config.budget)
@@ -199,7 +199,7 @@ class Run:
         ``annotate`` (the decoding monitor's) turns the response into a record stored with the
         call (``LLMCall.monitor``)."""
         # persist what happened so far while the model answers
-        await flush(self.sink, soon=True)
+        await self.sink.flush_soon()
         if await self._cancelled():
             raise CancelledByUser("cancelled by user")
         self.budget.check_call(self.usage)
@@ -214,7 +214,7 @@ class Run:
             deadline = self.config.budget.deadline_seconds or 0.0
             raise BudgetError("deadline_seconds", deadline, self.budget.elapsed()) from None
         except ProviderError as exc:  # failed for good: observers (trace spans) hear of it
-            await call_failed(self.sink, LLMCallFailed(
+            await self.sink.call_failed(LLMCallFailed(
                 node_id=node.id, role=request.role, model=model.name,
                 chat=bool(request.messages), error=f"{type(exc).__name__}: {exc}",
                 latency_s=time.perf_counter() - started,
@@ -254,7 +254,7 @@ class Run:
         results). Checked and recorded like any call: role ``scorer``, the scored text as the
         prompt, an empty completion, the continuation's token count as completion tokens and
         the prompt's estimated (the scoring endpoint reports no usage)."""
-        await flush(self.sink, soon=True)
+        await self.sink.flush_soon()
         if await self._cancelled():
             raise CancelledByUser("cancelled by user")
         self.budget.check_call(self.usage)
