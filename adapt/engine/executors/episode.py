@@ -102,8 +102,9 @@ class Episode:
                             else run.config.executor.temperature)
         #: the model this run calls (a cascade attempt's, else the run's default)
         self.model: ChatModel = options.model or run.executor_model
-        self.watch = options.watch if options.watch is not None and \
-            options.watch.node_id == node.id else None
+        #: the node the environment checks after every turn, when it is this one
+        self.watch: Watch | None = (options.watch if options.watch is not None
+                                    and options.watch.node_id == node.id else None)
         self.context: str | None = run.context if options.extra_context is None else "\n".join(
             x for x in (run.context, options.extra_context) if x)
         self.steps: list[Step] = []
