@@ -37,6 +37,7 @@ if TYPE_CHECKING:
     )
     from adapt.engine.executors.base import ExecuteOptions, ExecutionResult
     from adapt.engine.executors.episode import Episode, EpisodeExecutor, Turn
+    from adapt.engine.node_runner import NodeRunner
     from adapt.engine.strategies import register as register_strategy
     from adapt.envs.base import BaseEnvironment, Environment, StepResult
     from adapt.errors import AdaptError, BudgetError, CancelledByUser, UserError
@@ -54,6 +55,7 @@ _EXPORTS: dict[str, tuple[str, str]] = {
     "Episode": ("adapt.engine.executors.episode", "Episode"),
     "EpisodeExecutor": ("adapt.engine.executors.episode", "EpisodeExecutor"),
     "Turn": ("adapt.engine.executors.episode", "Turn"),
+    "NodeRunner": ("adapt.engine.node_runner", "NodeRunner"),
     **{name: ("adapt.envs.base", name) for name in (
         "BaseEnvironment", "Environment", "StepResult")},
     **{name: ("adapt.errors", name) for name in (
@@ -80,7 +82,7 @@ __all__ = [
     "AdaptError", "BaseEnvironment", "Budget", "BudgetError", "CancelledByUser", "ChatModel",
     "ChatRequest", "ChatResponse", "Environment", "Episode", "EpisodeExecutor", "Event",
     "ExecuteOptions", "ExecutionResult", "ExecutorConfig", "FanoutSink", "LLMCall", "MemorySink",
-    "Node", "NullSink", "PlannerConfig", "RunConfig", "Step", "StepResult", "TaskResult",
-    "TreeSink", "Turn", "UserError", "WrapperModel", "available_executors", "available_strategies",
-    "register_executor", "register_strategy", "run_task",
+    "Node", "NodeRunner", "NullSink", "PlannerConfig", "RunConfig", "Step", "StepResult",
+    "TaskResult", "TreeSink", "Turn", "UserError", "WrapperModel", "available_executors",
+    "available_strategies", "register_executor", "register_strategy", "run_task",
 ]

@@ -159,7 +159,7 @@ async def run_textcraft(seed: int, sink: TreeSink | None, model: ChatModel | Non
         env.close()
 
 
-class Concat:
+class Concat(TreeSink):
     """Feeds several runs into one sink as ONE task: a synthetic root (an AND group) whose
     children are the runs' roots; node, step and call ids are renumbered. How the big-task
     benchmarks grow a realistic task of thousands of nodes from short simulated runs."""
@@ -210,9 +210,7 @@ class Concat:
         await self.sink.emit(out)
 
     async def flush(self) -> None:
-        method = getattr(self.sink, "flush", None)
-        if method is not None:
-            await method()
+        await self.sink.flush()
 
     async def finish(self, result: TaskResult) -> None:
         await self.sink.emit(NodeUpdated(node=self._root.model_copy(

@@ -1,9 +1,11 @@
 """The ADaPT engine: pure library code (no web, database or queue imports).
 
 Layout: ``task`` (``run_task``, the entry point) drives a strategy (``strategies/``) over one
-``runtime.Run`` (nodes, events, budgets, every LLM call); strategies run executors
-(``executors/``) and the planner (``planning/``); ``spec/`` is the behaviour-specification
-language and decoding monitor; ``tree`` and ``events`` are the data the engine emits.
+``runtime.Run`` (nodes, events, budgets, every LLM call); strategies try nodes through the node
+runner (``node_runner``), which runs executors (``executors/``), and call the planner
+(``planning/``); ``spec/`` is the behaviour-specification language and decoding monitor;
+``tree`` and ``events`` are the data the engine emits and the sinks that receive it
+(``sinktesting``: their conformance kit).
 """
 
 from adapt.engine.budget import Budget

@@ -1,12 +1,14 @@
-"""Engine events and the ``TreeSink`` protocol.
+"""Engine events and the sinks that receive them (``TreeSink``, its contract and defaults).
 
 The engine emits, in the order things happen: ``node.created``, ``node.updated``, ``step``,
 ``llm_call`` and finally ``task.finished``. Each event carries a full snapshot of what changed,
-enough to rebuild the tree. Persistence, streaming and progress displays are sinks.
+enough to rebuild the tree. Persistence, streaming and progress displays are sinks; the
+conformance kit :mod:`adapt.engine.sinktesting` checks a sink against the contract.
 """
 
 from __future__ import annotations
 
+from abc import ABC, abstractmethod
 from collections.abc import Iterable
 from typing import Annotated, Any, Literal, Protocol, get_args
 
@@ -56,8 +58,8 @@ class TaskFinished(BaseModel):
 class LLMCallFailed(BaseModel):
     """An LLM call the provider failed for good (after its retries): no answer, so no
     ``llm_call``. Not part of the event stream (nothing is stored for it, and a resumed run must
-    replay the stream as it was): a sink that wants it (trace spans) has a ``call_failed``
-    method, which :func:`call_failed` calls."""
+    replay the stream as it was): a sink that wants it (trace spans) overrides
+    ``TreeSink.call_failed``."""
 
     node_id: int | None
     role: str
@@ -111,39 +113,98 @@ class ResumedData(BaseModel):
     after: str | None = None
 
 
-class TreeSink(Protocol):
+class TreeSink(ABC):
+    """The base of every sink: what the engine calls, and the default of each method.
+
+    The contract (``adapt.engine.sinktesting`` checks it):
+
+    - :meth:`emit` receives every event once, in the engine's order. The event is the
+      engine's snapshot: a sink may keep it but never changes it.
+    - :meth:`flush`: the engine calls it at the end of a task (after ``task.finished``). When it
+      returns, everything emitted before has landed (written, exported, shown), including
+      what an earlier :meth:`flush_soon` started, and nothing the sink started is still running.
+      It may be called again, and with nothing emitted.
+    - :meth:`flush_soon`: the engine calls it before every LLM call. The sink may start its
+      write and return before it lands (the write overlaps the model's answer); the next
+      :meth:`flush` or :meth:`flush_soon` waits for it, so writes land in order. A write's
+      failure is raised at one of them, before the next call starts. Default: :meth:`flush`.
+    - :meth:`call_failed`: an LLM call the provider failed for good. Not an event: nothing of
+      it enters the event stream (a resumed run must replay the stream as it was). Default:
+      nothing.
+
+    The engine does not cancel a task through its sinks: what the outside says to a running
+    attempt (cancel, lease lost) comes through ``run_task(cancel=...)``.
+    """
+
+    @abstractmethod
+    async def emit(self, event: Event) -> None:
+        """Receive ``event`` (the next in the stream)."""
+
+    async def flush(self) -> None:
+        """Land everything emitted so far, and wait for it."""
+        return None
+
+    async def flush_soon(self) -> None:
+        """Start landing everything emitted so far; the next flush waits for it."""
+        await self.flush()
+
+    async def call_failed(self, failure: LLMCallFailed) -> None:
+        """An LLM call failed for good (not part of the event stream)."""
+        return None
+
+
+class EventReceiver(Protocol):
+    """Anything with an async ``emit``: the engine takes it as a :class:`TreeSink` whose
+    other methods do nothing (:func:`as_sink`)."""
+
     async def emit(self, event: Event) -> None: ...
 
 
+class _EmitOnly(TreeSink):
+    def __init__(self, receiver: EventReceiver) -> None:
+        self.receiver = receiver
+
+    async def emit(self, event: Event) -> None:
+        await self.receiver.emit(event)
+
+
+def as_sink(receiver: TreeSink | EventReceiver) -> TreeSink:
+    """``receiver`` as a :class:`TreeSink`: itself when it is one; an object with only an
+    ``emit`` gets the defaults for the rest. An object that has a ``flush``, ``flush_soon``
+    or ``call_failed`` of its own must subclass ``TreeSink`` (refused here, so the method is
+    never silently left uncalled)."""
+    if isinstance(receiver, TreeSink):
+        return receiver
+    own = [m for m in ("flush", "flush_soon", "call_failed") if hasattr(receiver, m)]
+    if own:
+        raise TypeError(f"{type(receiver).__name__} has {', '.join(own)} but is not a "
+                        "TreeSink: subclass adapt.TreeSink so the engine calls them")
+    if not callable(getattr(receiver, "emit", None)):
+        raise TypeError(f"{type(receiver).__name__} is not a sink: it has no emit()")
+    return _EmitOnly(receiver)
+
+
 async def flush(sink: TreeSink, *, soon: bool = False) -> None:
-    """Ask a buffering sink to write what it holds (the engine calls this before every LLM call
-    and at the end). Sinks without a ``flush`` method need nothing. ``soon`` (before an LLM
-    call): the engine need not wait for the write, which may land while the model answers; a
-    sink that can write in the background says so with a ``flush_soon`` method."""
-    method = getattr(sink, "flush_soon", None) if soon else None
-    if method is None:
-        method = getattr(sink, "flush", None)
-    if method is not None:
-        await method()
+    """``sink.flush()``, or ``sink.flush_soon()`` when ``soon`` (the engine's flush before an
+    LLM call)."""
+    await (sink.flush_soon() if soon else sink.flush())
 
 
 async def call_failed(sink: TreeSink, failure: LLMCallFailed) -> None:
-    """Tell ``sink`` (if it has a ``call_failed`` method) that a call failed for good."""
-    method = getattr(sink, "call_failed", None)
-    if method is not None:
-        await method(failure)
+    """``sink.call_failed(failure)``."""
+    await sink.call_failed(failure)
 
 
-class NullSink:
+class NullSink(TreeSink):
     async def emit(self, event: Event) -> None:
         return None
 
 
-class FanoutSink:
+class FanoutSink(TreeSink):
     """Sends every event to several sinks, in order."""
 
-    def __init__(self, sinks: Iterable[TreeSink]) -> None:
-        self.sinks = list(sinks)
+    def __init__(self, sinks: Iterable[TreeSink | EventReceiver]) -> None:
+        self.sinks = [as_sink(s) for s in sinks]
 
     async def emit(self, event: Event) -> None:
         for sink in self.sinks:
@@ -151,18 +212,18 @@ class FanoutSink:
 
     async def flush(self) -> None:
         for sink in self.sinks:
-            await flush(sink)
+            await sink.flush()
 
     async def flush_soon(self) -> None:
         for sink in self.sinks:
-            await flush(sink, soon=True)
+            await sink.flush_soon()
 
     async def call_failed(self, failure: LLMCallFailed) -> None:
         for sink in self.sinks:
-            await call_failed(sink, failure)
+            await sink.call_failed(failure)
 
 
-class MemorySink:
+class MemorySink(TreeSink):
     """Collects every event and keeps the latest snapshot of each node."""
 
     def __init__(self) -> None:

@@ -8,6 +8,7 @@ import inspect
 import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
+from dataclasses import dataclass, replace
 from typing import Any
 
 from pydantic import BaseModel
@@ -15,6 +16,7 @@ from pydantic import BaseModel
 from adapt.engine.budget import BudgetTracker
 from adapt.engine.config import RunConfig
 from adapt.engine.events import (
+    EventReceiver,
     LLMCallFailed,
     LLMCallMade,
     NodeCreated,
@@ -22,11 +24,9 @@ from adapt.engine.events import (
     NullSink,
     StepAppended,
     TreeSink,
-    call_failed,
-    flush,
+    as_sink,
 )
 from adapt.engine.tree import LLMCall, MonitorTotals, Node, Step, UsageTotals
-from adapt.engine.verification import Watch
 from adapt.envs.base import Environment
 from adapt.errors import BudgetError, CancelledByUser, ProviderError
 from adapt.llm.base import (
@@ -58,7 +58,25 @@ def _snapshot(node: Node) -> Node:
     return node.model_copy(update={"usage": node.usage.model_copy()})
 
 
+@dataclass(frozen=True, slots=True)
+class EpisodeState:
+    """What the environment's episode has said so far, and the context handed on: replaced
+    as a whole, only by :class:`Run`'s own methods (:meth:`Run.fold`, :meth:`Run.carry`,
+    :meth:`Run.restart_episode`)."""
+
+    #: the best reward the episode gave (never below 0)
+    reward: float = 0.0
+    #: the environment ended the episode
+    done: bool = False
+    #: the latest propagated salient state (``None``: nothing to hand on)
+    context: str | None = None
+
+
 class Run:
+    """One task's runtime. Strategies, the node runner and executors read it and call its
+    methods; only its own methods change it (its episode state is an :class:`EpisodeState`,
+    read through ``reward``, ``episode_done`` and ``context``)."""
+
     def __init__(
         self,
         env: Environment,
@@ -66,7 +84,7 @@ class Run:
         executor_model: ChatModel | Sequence[ChatModel],
         planner_model: ChatModel | None = None,
         *,
-        sink: TreeSink | None = None,
+        sink: TreeSink | EventReceiver | None = None,
         cancel: CancelCheck | None = None,
         price: PriceFn | None = None,
         env_config: BaseModel | Mapping[str, Any] | None = None,
@@ -82,25 +100,62 @@ class Run:
                                    else [executor_model])  # type: ignore[list-item]
         if not models:
             raise ValueError("an executor model is needed")
-        #: the executor cascade (``executor.models``), in order; the first is the default
-        self.executor_models: list[ChatModel] = models
-        #: the model executors call now (a cascade attempt switches it for its run)
-        self.executor_model: ChatModel = models[0]
+        #: the executor cascade (``executor.models``), in order; the first is the default (a
+        #: cascade attempt names its model in ``ExecuteOptions.model``)
+        self.executor_models: tuple[ChatModel, ...] = tuple(models)
         self.planner_model = planner_model or models[0]
-        self.sink: TreeSink = sink or NullSink()
+        self.sink: TreeSink = NullSink() if sink is None else as_sink(sink)
         self.cancel = cancel
         self.price = price or default_price
         self.budget = BudgetTracker(config.budget)
         self.nodes: dict[int, Node] = {}
         self.usage = UsageTotals()
         self.usage_by_role: dict[str, UsageTotals] = {}
-        self.context: str | None = None  # latest propagated salient state
-        self.episode_done = False
-        self.reward = 0.0
         self.monitor_totals = MonitorTotals()
-        #: the task node whose goal is checked after every step (``adapt.engine.verification``)
-        self.watch: Watch | None = None
+        self._state = EpisodeState()
         self._calls = 0
+
+    # -- the episode's state: read here, changed only by the methods below -------------------
+    @property
+    def executor_model(self) -> ChatModel:
+        """The default executor model (the cascade's first); an executor calls the model its
+        episode names (``Episode.model``), which a cascade attempt chooses."""
+        return self.executor_models[0]
+
+    @property
+    def state(self) -> EpisodeState:
+        return self._state
+
+    @property
+    def reward(self) -> float:
+        return self._state.reward
+
+    @property
+    def episode_done(self) -> bool:
+        return self._state.done
+
+    @property
+    def context(self) -> str | None:
+        """The latest propagated salient state."""
+        return self._state.context
+
+    def fold(self, reward: float, done: bool) -> None:
+        """Take in what an executor run (its ``ExecutionResult``) or the final action got from
+        the environment: the best reward so far, and whether the episode ended."""
+        state = self._state
+        if reward > state.reward or (done and not state.done):
+            self._state = replace(state, reward=max(state.reward, reward),
+                                  done=state.done or done)
+
+    def carry(self, context: str | None) -> None:
+        """Hand ``context`` (the environment's salient state after a success) to later
+        prompts."""
+        self._state = replace(self._state, context=context)
+
+    def restart_episode(self) -> None:
+        """A fresh episode of the same task (a trial): not done, nothing handed on. The best
+        reward stays (it is the task's)."""
+        self._state = replace(self._state, done=False, context=None)
 
     # -- nodes -----------------------------------------------------------------------------
     async def new_node(self, **fields: Any) -> Node:
@@ -144,7 +199,7 @@ class Run:
         ``annotate`` (the decoding monitor's) turns the response into a record stored with the
         call (``LLMCall.monitor``)."""
         # persist what happened so far while the model answers
-        await flush(self.sink, soon=True)
+        await self.sink.flush_soon()
         if await self._cancelled():
             raise CancelledByUser("cancelled by user")
         self.budget.check_call(self.usage)
@@ -159,7 +214,7 @@ class Run:
             deadline = self.config.budget.deadline_seconds or 0.0
             raise BudgetError("deadline_seconds", deadline, self.budget.elapsed()) from None
         except ProviderError as exc:  # failed for good: observers (trace spans) hear of it
-            await call_failed(self.sink, LLMCallFailed(
+            await self.sink.call_failed(LLMCallFailed(
                 node_id=node.id, role=request.role, model=model.name,
                 chat=bool(request.messages), error=f"{type(exc).__name__}: {exc}",
                 latency_s=time.perf_counter() - started,
@@ -199,7 +254,7 @@ class Run:
         results). Checked and recorded like any call: role ``scorer``, the scored text as the
         prompt, an empty completion, the continuation's token count as completion tokens and
         the prompt's estimated (the scoring endpoint reports no usage)."""
-        await flush(self.sink, soon=True)
+        await self.sink.flush_soon()
         if await self._cancelled():
             raise CancelledByUser("cancelled by user")
         self.budget.check_call(self.usage)

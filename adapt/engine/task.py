@@ -10,7 +10,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from adapt.engine.config import RunConfig
-from adapt.engine.events import TaskFinished, TreeSink, flush
+from adapt.engine.events import EventReceiver, TaskFinished, TreeSink
 from adapt.engine.profiles import apply_profile
 from adapt.engine.runtime import CancelCheck, PriceFn, Run
 from adapt.engine.strategies import get_strategy
@@ -58,7 +58,7 @@ async def run_task(
     planner_model: ChatModel | None = None,
     *,
     goal: str | None = None,
-    sink: TreeSink | None = None,
+    sink: TreeSink | EventReceiver | None = None,
     cancel: CancelCheck | None = None,
     price: PriceFn | None = None,
 ) -> TaskResult:
@@ -148,7 +148,7 @@ async def run_task(
                                ("confirmed", "refuted")),
     )
     await run.sink.emit(TaskFinished(result=result))
-    await flush(run.sink)
+    await run.sink.flush()
     return result
 
 
@@ -166,8 +166,7 @@ async def _final_action(run: Run, action: str) -> None:
         kind="action", node_id=node.id, index=node.steps_count + 1, raw=action, text=action,
         observation=result.observation, reward=reward, done=result.done,
         extra={"final": True}))
-    run.reward = max(run.reward, reward)
-    run.episode_done = run.episode_done or result.done
+    run.fold(reward, result.done)
 
 
 async def _close_unfinished(run: Run, running_to: NodeStatus, reason: str) -> None:

@@ -43,6 +43,7 @@ from adapt.store import tasks as task_rows
 from adapt.store import traces as trace_store
 from adapt.store import webhooks as webhook_store
 from adapt.store import workers as registry_store
+from adapt.store.attempt import AttemptControl
 from adapt.store.db import create_engine, session_factory
 from adapt.store.sink import DbSink
 from adapt.telemetry import configured as telemetry_configured
@@ -403,11 +404,13 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
         # a cascade (executor.models, checked at submission like executor.model): its first
         # model is the task's executor model
         cascade = [executor, *(wrap(spec) for spec in config.executor.models[1:])]
-        sink = DbSink(ctx.sessions, task_id, attempt, ctx.worker_id, skip=skip,
-                      store_prompts=ctx.settings.store_prompts)
+        # what the database says to this attempt (cancel, lease lost), apart from the sinks;
         # a cancel requested while no worker ran the task is seen before the first live call
         # (not during the replay, whose events must equal the recorded ones)
-        sink.cancel_requested = task.cancel_requested
+        control = AttemptControl(task_id, attempt, ctx.worker_id,
+                                 cancel_requested=task.cancel_requested)
+        sink = DbSink(ctx.sessions, task_id, attempt, ctx.worker_id, skip=skip,
+                      store_prompts=ctx.settings.store_prompts, control=control)
         replayed = len(recording)
         sinks: list[TreeSink] = []
         endpoints = await webhook_store.targets(ctx.sessions, task_id, task.tenant)
@@ -420,10 +423,6 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
         if ctx.telemetry is not None:
             trace = await _trace_sink(ctx, task, skip, sink)
         tail: list[TreeSink] = [sink] if trace is None else [sink, trace]
-
-        def cancelled() -> bool:
-            return sink.cancel_requested and cursor.position >= replayed
-
         if skip:
             log.info("task %s: resuming; replaying %d LLM calls and %d events", task_id,
                      len(recording), skip)
@@ -432,7 +431,8 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
             env, task.environment_config, config, cascade, planner,
             goal=task.goal, sink=FanoutSink([*sinks, *tail]) if len(sinks) + len(tail) > 1
             else sink,
-            cancel=cancelled, price=ctx.price,
+            cancel=control.cancel_check(lambda: cursor.position >= replayed),
+            price=ctx.price,
         )
         return result.status
     except LeaseLost:

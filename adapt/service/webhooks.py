@@ -28,7 +28,7 @@ from typing import Any
 import httpx
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from adapt.engine.events import Event, NodeUpdated, TaskFinished
+from adapt.engine.events import Event, NodeUpdated, TaskFinished, TreeSink
 from adapt.engine.tree import FINAL_NODE_STATUSES
 from adapt.net.http import new_client, post_pinned
 from adapt.settings import Settings
@@ -42,9 +42,9 @@ log = logging.getLogger(__name__)
 USER_AGENT = "adapt-webhooks/1"
 
 
-class WebhookSink:
-    """Records webhook deliveries for one task's run (a :class:`~adapt.engine.events.TreeSink`).
-    """
+class WebhookSink(TreeSink):
+    """Records webhook deliveries for one task's run. Each is written in its own transaction
+    as its event arrives, so ``flush`` has nothing to do (the default)."""
 
     def __init__(self, sessions: async_sessionmaker[AsyncSession], task_id: str,
                  endpoints: list[store.Target], *, wake: Any = None,

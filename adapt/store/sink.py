@@ -24,6 +24,10 @@ A resumed attempt replays the run from the start; the first ``skip`` engine even
 persisted by earlier attempts (identical, because LLM answers are replayed and environments are
 deterministic), so they are not written again. Batches are atomic, so "events stored" is always
 a prefix of the engine's event stream.
+
+What a write learns about the attempt (a cancel request, a lease lost) goes to the attempt's
+``AttemptControl`` (``adapt.store.attempt``), which the engine's cancel check reads; the sink
+keeps no such state.
 """
 
 from __future__ import annotations
@@ -41,8 +45,9 @@ from adapt.engine.events import (
     NodeUpdated,
     StepAppended,
     TaskFinished,
+    TreeSink,
 )
-from adapt.errors import LeaseLost
+from adapt.store.attempt import AttemptControl
 from adapt.store.batch import Batch, write_postgres
 from adapt.store.batch_sqlite import write_sqlite
 from adapt.store.event_log import compact
@@ -57,7 +62,11 @@ MAX_BUFFER = 64  # write early if a flush is this long in coming
 WRITERS = {"postgresql": write_postgres, "sqlite": write_sqlite}
 
 
-class DbSink:
+class DbSink(TreeSink):
+    """Writes one attempt's events under its lease (``task_id``, ``attempt``, ``owner``);
+    ``control``: the attempt's handle, which hears what the writes learn (a new one when
+    none is given)."""
+
     def __init__(
         self,
         sessions: async_sessionmaker[AsyncSession],
@@ -67,15 +76,19 @@ class DbSink:
         *,
         skip: int = 0,
         store_prompts: bool = True,
+        control: AttemptControl | None = None,
     ) -> None:
+        if control is not None and (control.task_id, control.attempt, control.owner) != (
+                task_id, attempt, owner):
+            raise ValueError("the attempt control is another attempt's")
         self.sessions = sessions
         self.task_id = task_id
         self.attempt = attempt
         self.owner = owner
+        self.control = control or AttemptControl(task_id, attempt, owner)
         self.skip = skip
         self.store_prompts = store_prompts
         self.ordinal = 0
-        self.cancel_requested = False
         engine: AsyncEngine = sessions.kw["bind"]
         self._engine = engine
         self._write = WRITERS[engine.dialect.name]
@@ -240,9 +253,9 @@ class DbSink:
             self._prompts.known.clear()
             raise
         if row is None:
-            raise LeaseLost(f"task {self.task_id}: attempt {self.attempt} lost its lease")
+            raise self.control.refused()
         _, cancel = row
-        self.cancel_requested = self.cancel_requested or cancel
+        self.control.heard(cancel=bool(cancel))
         self._prompts.known.update(b.blocks)  # stored now: later batches need not send them
 
 

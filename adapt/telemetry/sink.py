@@ -20,7 +20,7 @@ import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from adapt.engine.events import Event, LLMCallFailed, LLMCallMade, TaskFinished
+from adapt.engine.events import Event, LLMCallFailed, LLMCallMade, TaskFinished, TreeSink
 from adapt.telemetry.spans import SpanRecord, TraceBuilder
 
 log = logging.getLogger(__name__)
@@ -40,7 +40,7 @@ class Replay:
     aborts: list[tuple[int, int]] = field(default_factory=list)
 
 
-class OtelSink:
+class OtelSink(TreeSink):
     def __init__(self, builder: TraceBuilder, export: Export, *, skip: int = 0,
                  replay: Replay | None = None, clock: Callable[[], int] = time.time_ns,
                  writing: Writing | None = None) -> None:

@@ -14,10 +14,16 @@ rest, written once here:
   (``patience``); the executor's own ending (a final state, an answer); then the budget.
 
 ``Episode.conclude`` is the one place an ending becomes the ``ExecutionResult``. Verification
-(``adapt.engine.verification``; when the controller watches this node): after every turn that
-does not end the run, a goal the environment confirms ends it (``verified``, no claim); at the
-end, a claimed success the environment refutes becomes a failure (``refuted``) and a claimed
-failure it confirms a success (``verified``). ``unknown`` keeps the claim.
+(``adapt.engine.verification``; when the node runner watches this node, ``ExecuteOptions.watch``):
+after every turn that does not end the run, a goal the environment confirms ends it
+(``verified``, no claim); at the end, a claimed success the environment refutes becomes a
+failure (``refuted``) and a claimed failure it confirms a success (``verified``). ``unknown``
+keeps the claim.
+
+The episode reads the run and writes only to the node (its steps): the model it calls
+(``Episode.model``) and the watch come in its ``ExecuteOptions``; the environment's reward and
+the end of the episode go out in the result (``reward``, ``done``), which the node runner
+folds into the run.
 """
 
 from __future__ import annotations
@@ -35,6 +41,7 @@ from adapt.envs.verification import Verification
 if TYPE_CHECKING:
     from adapt.engine.runtime import Run
     from adapt.engine.tree import Node
+    from adapt.llm.base import ChatModel
 
 _COMPLETED = re.compile(r"task\s+completed", re.IGNORECASE)
 _FAILED = re.compile(r"task\s+failed", re.IGNORECASE)
@@ -93,11 +100,18 @@ class Episode:
         self.budget_termination = budget_termination
         self.temperature = (options.temperature if options.temperature is not None
                             else run.config.executor.temperature)
+        #: the model this run calls (a cascade attempt's, else the run's default)
+        self.model: ChatModel = options.model or run.executor_model
+        #: the node the environment checks after every turn, when it is this one
+        self.watch: Watch | None = (options.watch if options.watch is not None
+                                    and options.watch.node_id == node.id else None)
         self.context: str | None = run.context if options.extra_context is None else "\n".join(
             x for x in (run.context, options.extra_context) if x)
         self.steps: list[Step] = []
         self.used = 0
         self.best_reward = 0.0
+        #: the environment ended the episode during this run
+        self.done = False
         self.bad_streak = 0
 
     # -- what executors use ----------------------------------------------------------------
@@ -150,20 +164,16 @@ class Episode:
         return await self.conclude(Ending(False, None, self.budget_termination))
 
     async def _apply(self, turn: Turn) -> None:
-        run = self.run
         self.bad_streak = self._streak(turn)
         self.used += turn.cost
         for step in turn.steps:
             step.index = len(self.steps) + 1
             self.steps.append(step)
-            await run.add_step(self.node, step)
+            await self.run.add_step(self.node, step)
         rewards = turn.rewards if turn.rewards is not None else [s.reward for s in turn.steps]
-        best = max(rewards, default=0.0)
-        self.best_reward = max(self.best_reward, best)
-        if best > 0:
-            run.reward = max(run.reward, best)
+        self.best_reward = max(self.best_reward, max(rewards, default=0.0))
         if turn.done if turn.done is not None else any(s.done for s in turn.steps):
-            run.episode_done = True
+            self.done = True
 
     def _streak(self, turn: Turn) -> int:
         flags = (turn.failures if turn.failures is not None
@@ -173,17 +183,16 @@ class Episode:
             streak = streak + 1 if bad else 0
         return streak
 
-    def _watched(self) -> Watch | None:
-        watch = self.run.watch
-        return watch if watch is not None and watch.node_id == self.node.id else None
-
     def _check(self, watch: Watch) -> Verification:
-        return check(self.env, watch.goal, watch.mark, reward=self.run.reward,
-                     episode_done=self.run.episode_done)
+        """The verdict on the watched goal, with what the episode said so far (the run's
+        state before this run, and this run's rewards and end)."""
+        return check(self.env, watch.goal, watch.mark,
+                     reward=max(self.run.reward, self.best_reward),
+                     episode_done=self.run.episode_done or self.done)
 
     def _confirmed(self) -> Verification | None:
         """The environment's confirmation of the watched goal after a turn, if it gives one."""
-        watch = self._watched()
+        watch = self.watch
         if watch is None:
             return None
         verdict = self._check(watch)
@@ -193,7 +202,7 @@ class Episode:
         """The run's result: the ending, checked against the environment when the node is
         watched (verification): one place, every executor."""
         claim = ending.success
-        watch = self._watched()
+        watch = self.watch
         if watch is None:
             return self._result(ending, claim, None)
         verdict = self._check(watch)
@@ -207,7 +216,7 @@ class Episode:
                 checked: Verification | None) -> ExecutionResult:
         return ExecutionResult(ending.success, ending.self_assessed, self.best_reward,
                                ending.termination, len(self.steps), list(self.steps),
-                               claim=claim, checked=checked)
+                               claim=claim, checked=checked, done=self.done)
 
 
 class EpisodeExecutor:

@@ -43,7 +43,7 @@ class ReActExecutor(EpisodeExecutor):
                 role="executor",
                 grammar=self.grammar,
             )
-            text, generation = await generate(run, run.executor_model, request, episode.node,
+            text, generation = await generate(run, episode.model, request, episode.node,
                                               self.monitor)
             line = parse_line(text)
             reward, done = 0.0, False

@@ -225,7 +225,7 @@ class StateActExecutor(EpisodeExecutor):
                 temperature=episode.temperature,
                 role="executor",
             )
-            response = await run.call(run.executor_model, request, episode.node)
+            response = await run.call(episode.model, request, episode.node)
             out = parse_output(response.text, self.state_fields)
             if response.finish_reason == "length":
                 out.warnings.append("the output was cut at max_tokens")

@@ -1,8 +1,9 @@
-"""The ``adapt`` strategy (Algorithm 1, via ``AdaptController``) and the ``react`` baseline."""
+"""The ``adapt`` strategy (Algorithm 1, ``AdaptController``) and the ``react`` baseline."""
 
 from __future__ import annotations
 
 from adapt.engine.executors.base import ExecuteOptions
+from adapt.engine.node_runner import NodeRunner
 from adapt.engine.runtime import Run
 from adapt.engine.strategies.controller import AdaptController
 from adapt.engine.tree import Node
@@ -19,11 +20,11 @@ async def react_strategy(run: Run, goal: str, task: str) -> Node:
     model cascade, each model in turn until one succeeds (``attempt N`` children)."""
     root = await run.new_node(kind="task", goal=goal, depth=1)
     base = run.config.executor.max_steps or run.env.default_max_steps
-    controller = AdaptController(run)
+    runner = NodeRunner(run)
     options = ExecuteOptions(max_steps=base * run.config.d_max)
     if len(run.executor_models) > 1:  # a cascade: each model in turn, as attempt children
-        result = await controller.escalate(root, task, 0, options)
+        result = await runner.cascade(root, task, 0, options)
     else:
-        result = await controller.try_executor(root, task, options)
-    await controller.finish(root, result.success)
+        result = await runner.execute(root, task, options)
+    await runner.finish(root, result.success)
     return root

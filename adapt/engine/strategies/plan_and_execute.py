@@ -10,39 +10,41 @@ state are ADaPT's.
 
 from __future__ import annotations
 
+from adapt.engine.node_runner import NodeRunner
 from adapt.engine.planning.planner import Planner
 from adapt.engine.prompts import require_template
 from adapt.engine.runtime import Run
-from adapt.engine.strategies.controller import AdaptController
-from adapt.engine.tree import LogicGroup, Node
+from adapt.engine.strategies.plans import PlanTree, as_group
+from adapt.engine.tree import Node
 
 
-class PlanAndExecuteController(AdaptController):
-    """ADaPT's build/run_children logic with a solve() that only executes (never plans)."""
+class PlanAndExecute:
+    """One plan for the root; every step executed once by the node runner, never planned."""
 
     def __init__(self, run: Run) -> None:
-        super().__init__(run)
+        self.run = run
+        self.runner = NodeRunner(run)
         self.planner = Planner(run, template="plan_and_execute")
+        self.tree = PlanTree(self.runner, self.solve)
 
-    async def solve(self, node: Node, task: str | None = None) -> bool:
-        task = task if task is not None else self.run.env.task_observation(node.goal)
-        result = await self.try_executor(node, task)
-        return await self.finish(node, result.success)
+    async def solve(self, node: Node) -> bool:
+        task = self.run.env.task_observation(node.goal)
+        result = await self.runner.execute(node, task)
+        return await self.runner.finish(node, result.success)
 
     async def plan_root(self, root: Node, task: str) -> bool:
-        run = self.run
+        run, runner = self.run, self.runner
         await run.update(root, status="running", context_in=run.context)
         plan = await self.planner.plan(root, task)
         if not plan.steps or plan.expression is None:
             await run.update(root, plan=plan, termination="planned",
                              error="the planner returned no steps")
-            return await self.finish(root, False)
-        expr = plan.expression
-        group = expr if isinstance(expr, LogicGroup) else LogicGroup(op="and", children=[expr])
+            return await runner.finish(root, False)
+        group = as_group(plan.expression)
         await run.update(root, plan=plan, logic=group.op, termination="planned")
-        children = await self.build(root, group, plan.steps, root.depth + 1)
-        ok = await self.run_children(group.op, children)
-        return await self.finish(root, ok)
+        children = await self.tree.build(root, group, plan.steps, root.depth + 1)
+        ok = await self.tree.run_children(group.op, children)
+        return await runner.finish(root, ok)
 
 
 async def plan_and_execute_strategy(run: Run, goal: str, task: str) -> Node:
@@ -53,5 +55,5 @@ async def plan_and_execute_strategy(run: Run, goal: str, task: str) -> Node:
     """
     require_template(run.env, "plan_and_execute", "plan_and_execute")
     root = await run.new_node(kind="task", goal=goal, depth=1)
-    await PlanAndExecuteController(run).plan_root(root, task)
+    await PlanAndExecute(run).plan_root(root, task)
     return root

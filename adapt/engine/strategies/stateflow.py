@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from adapt.engine.executors.stateflow.executor import StateFlowExecutor
+from adapt.engine.node_runner import NodeRunner
 from adapt.engine.runtime import Run
-from adapt.engine.strategies.controller import AdaptController
 from adapt.engine.tree import Node
 
 
@@ -15,7 +15,7 @@ async def stateflow_strategy(run: Run, goal: str, task: str) -> Node:
     ``executor.max_steps`` when set). The root records the outcome as ADaPT's nodes do.
     """
     root = await run.new_node(kind="task", goal=goal, depth=1)
-    controller = AdaptController(run, executor=StateFlowExecutor(run))
-    result = await controller.try_executor(root, task)
-    await controller.finish(root, result.success)
+    runner = NodeRunner(run, executor=StateFlowExecutor(run))
+    result = await runner.execute(root, task)
+    await runner.finish(root, result.success)
     return root

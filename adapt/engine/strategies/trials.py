@@ -14,9 +14,9 @@ Tree shape: a root ``group`` node (logic ``or``, depth 1, never executed)
 from __future__ import annotations
 
 from adapt.engine.executors.base import ExecuteOptions, ExecutionResult
+from adapt.engine.node_runner import NodeRunner
 from adapt.engine.prompts import render, require_template, trajectory_line
 from adapt.engine.runtime import Run
-from adapt.engine.strategies.controller import AdaptController
 from adapt.engine.tree import Node, Step
 from adapt.envs.base import start_episode_async, success_reward
 from adapt.llm.base import ChatRequest
@@ -32,8 +32,7 @@ REFLECTION_MAX_TOKENS = 256
 async def _reset_for_trial(run: Run) -> None:
     """Back to the task's start: fresh episode, no propagated state from earlier trials."""
     await start_episode_async(run.env, run.env_config)
-    run.episode_done = False
-    run.context = None
+    run.restart_episode()
 
 
 def trial_succeeded(run: Run, result: ExecutionResult) -> bool:
@@ -53,7 +52,7 @@ def reflections_block(reflections: list[str]) -> str | None:
 
 async def _trial(
     run: Run,
-    controller: AdaptController,
+    runner: NodeRunner,
     root: Node,
     number: int,
     task: str,
@@ -65,7 +64,7 @@ async def _trial(
         await _reset_for_trial(run)
     node = await run.new_node(kind="task", parent_id=root.id, position=number - 1, depth=1,
                               goal=root.goal, label=f"trial {number}")
-    return node, await controller.try_executor(node, task, options)
+    return node, await runner.execute(node, task, options)
 
 
 async def _trials_root(run: Run, goal: str) -> Node:
@@ -85,21 +84,21 @@ async def try_again_strategy(run: Run, goal: str, task: str) -> Node:
     node records its reward and the executor's self-assessment; the root's reward is the best
     trial's.
     """
-    controller = AdaptController(run)
+    runner = NodeRunner(run)
     root = await _trials_root(run, goal)
     ok = False
     best = 0.0
     for number in range(1, run.config.d_max + 1):
         options = ExecuteOptions(temperature=None if number == 1 else RETRY_TEMPERATURE)
-        node, result = await _trial(run, controller, root, number, task, options)
+        node, result = await _trial(run, runner, root, number, task, options)
         best = max(best, result.reward)
         succeeded = trial_succeeded(run, result)
-        await controller.finish(node, succeeded)
+        await runner.finish(node, succeeded)
         if succeeded:
             ok = True
             break
     await run.update(root, reward=best)
-    await controller.finish(root, ok)
+    await runner.finish(root, ok)
     return root
 
 
@@ -132,18 +131,18 @@ async def reflexion_strategy(run: Run, goal: str, task: str) -> Node:
     that claims success without reward is reflected on too.
     """
     require_template(run.env, "reflection", "reflexion")
-    controller = AdaptController(run)
+    runner = NodeRunner(run)
     root = await _trials_root(run, goal)
     reflections: list[str] = []
     ok = False
     best = 0.0
     for number in range(1, run.config.d_max + 1):
         context = reflections_block(reflections)
-        node, result = await _trial(run, controller, root, number, task,
+        node, result = await _trial(run, runner, root, number, task,
                                     ExecuteOptions(extra_context=context))
         best = max(best, result.reward)
         if trial_succeeded(run, result):
-            await controller.finish(node, True)
+            await runner.finish(node, True)
             ok = True
             break
         await run.update(node, status="failed", success=False)
@@ -152,5 +151,5 @@ async def reflexion_strategy(run: Run, goal: str, task: str) -> Node:
             reflections.append(reflection)
             await run.update(node, context_out=reflection)
     await run.update(root, reward=best)
-    await controller.finish(root, ok)
+    await runner.finish(root, ok)
     return root

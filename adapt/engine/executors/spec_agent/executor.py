@@ -75,7 +75,7 @@ class SpecExecutor(EpisodeExecutor):
                               temperature=episode.temperature, role="executor")
 
         async def call(req: ChatRequest, annotate: Annotate) -> ChatResponse:
-            return await self.run.call(self.run.executor_model, req, episode.node,
+            return await self.run.call(episode.model, req, episode.node,
                                        annotate=annotate if monitored else None)
 
         while True:

@@ -80,7 +80,7 @@ async def solve(tr: Trace, state: StateDef) -> AsyncGenerator[Turn, None]:
               f"\n\nTask: {tr.task.strip()}\n" + "\n".join(lines) + "\n\nAnswer:")
     request = ChatRequest(prompt=prompt, max_tokens=cfg.max_tokens,
                           temperature=tr.episode.temperature, role="solver")
-    response = await tr.run.call(tr.run.executor_model, request, tr.node)
+    response = await tr.run.call(tr.episode.model, request, tr.node)
     tr.append(state, response.text.strip())
     yield Turn(cost=1, continues=True)
 
@@ -104,11 +104,11 @@ async def summarize(tr: Trace, state: StateDef) -> AsyncGenerator[Turn, None]:
     request = ChatRequest(prompt=summarizer_prompt(tr.task, goal, observations),
                           max_tokens=cfg.max_tokens, temperature=tr.episode.temperature,
                           role="summarizer")
-    response = await tr.run.call(tr.run.executor_model, request, tr.node)
+    response = await tr.run.call(tr.episode.model, request, tr.node)
     summary = response.text.strip()
     raw = raw_results(observations)
     context = tr.header + tr.text + ("" if tr.text.endswith("\n") else "\n") + state.text + " "
-    model = tr.run.executor_model
+    model = tr.episode.model
 
     async def scorer(prompt: str, continuation: str) -> list[float] | None:
         if not isinstance(model, ScoringModel):

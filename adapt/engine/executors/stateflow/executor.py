@@ -35,7 +35,7 @@ from adapt.engine.executors.stateflow.models import Machine, State, Transition
 from adapt.engine.runtime import Run
 from adapt.engine.tree import Node, Step, StepKind
 from adapt.envs.base import step_async
-from adapt.llm.base import ChatRequest
+from adapt.llm.base import ChatModel, ChatRequest
 
 CHECK_MAX_TOKENS = 8
 _YES = re.compile(r"^\W*(yes|y|true)\b", re.IGNORECASE)
@@ -120,7 +120,7 @@ class StateFlowExecutor(EpisodeExecutor):
                         max_tokens=machine.max_tokens or cfg.max_tokens,
                         temperature=episode.temperature, role="executor",
                     )
-                    response = await run.call(run.executor_model, request, node)
+                    response = await run.call(episode.model, request, node)
                     visit.output = response.text.strip()
                     visit.action = self._action_of(response.text)
                     last["output"], last["action"] = visit.output, visit.action
@@ -179,14 +179,16 @@ class StateFlowExecutor(EpisodeExecutor):
                     extra["transition"] = await self._next(node, state, visit, task, context,
                                                            history, name, last, ask=False,
                                                            extra=extra,
-                                                           temperature=episode.temperature)
+                                                           temperature=episode.temperature,
+                                                           model=episode.model)
                     extra["stopped"] = "done"
                 else:
                     extra["stopped"] = ending.termination
             else:
                 target = await self._next(node, state, visit, task, context, history, name,
                                           last, ask=True, extra=extra,
-                                          temperature=episode.temperature)
+                                          temperature=episode.temperature,
+                                          model=episode.model)
                 final = machine.states[target].final
                 if final is not None:
                     extra["transition"] = target
@@ -205,7 +207,8 @@ class StateFlowExecutor(EpisodeExecutor):
 
     async def _next(self, node: Node, state: State, visit: _Visit, task: str,
                     context: str | None, history: list[str], name: str, last: dict[str, str],
-                    *, ask: bool, extra: dict[str, Any], temperature: float) -> str:
+                    *, ask: bool, extra: dict[str, Any], temperature: float,
+                    model: ChatModel) -> str:
         """The first transition that matches (``ask=False``: rules only), else ``name``."""
         values = {**visit.values(), "task": task}
         for transition in state.transitions:
@@ -216,13 +219,13 @@ class StateFlowExecutor(EpisodeExecutor):
             if not ask:
                 continue
             if await self._check(node, transition, task, context, history, name, last, extra,
-                                 temperature):
+                                 temperature, model):
                 return transition.to
         return name
 
     async def _check(self, node: Node, transition: Transition, task: str, context: str | None,
                      history: list[str], name: str, last: dict[str, str],
-                     extra: dict[str, Any], temperature: float) -> bool:
+                     extra: dict[str, Any], temperature: float, model: ChatModel) -> bool:
         """An explicit model check: the yes/no ``ask`` question; ``yes`` takes the transition."""
         run = self.run
         values = self._vars(task, context or "", history, name, last)
@@ -230,7 +233,7 @@ class StateFlowExecutor(EpisodeExecutor):
         prompt = Template(self.machine.check_prompt).safe_substitute(values, question=question)
         request = ChatRequest(prompt=prompt, stop=["\n"], max_tokens=CHECK_MAX_TOKENS,
                               temperature=temperature, role="check")
-        response = await run.call(run.executor_model, request, node)
+        response = await run.call(model, request, node)
         answer = _YES.match(response.text.strip()) is not None
         extra.setdefault("checks", []).append(
             {"to": transition.to, "question": question, "answer": "yes" if answer else "no"})
