@@ -11,6 +11,8 @@ from adapt.engine.executors.registry import available_executors
 
 #: the range of ``RunConfig.d_max`` (the API, the CLI options and the bench grids read it here)
 D_MAX_RANGE: tuple[int, int] = (1, 8)
+#: the largest ``RunConfig.react_steps`` (the most executor steps x the deepest d_max)
+REACT_STEPS_MAX = 4000
 
 
 class ExecutorConfig(BaseModel):
@@ -133,7 +135,13 @@ class RunConfig(BaseModel):
     strategy: str = Field(default="adapt", max_length=64, examples=["adapt", "react"],
                           description="How the task is driven (adapt, react, ...).")
     d_max: int = Field(default=3, ge=D_MAX_RANGE[0], le=D_MAX_RANGE[1],
-                       description="Maximum decomposition depth.")
+                       description="Maximum decomposition depth (default 3; profile 'paper': "
+                       "the paper's for the environment, TextCraft 4).")
+    react_steps: int | None = Field(
+        default=None, ge=1, le=REACT_STEPS_MAX,
+        description="Strategy react (the executor alone on the whole task): its step budget. "
+        "Default: the executor's steps x d_max (the ADaPT paper's rule); profile 'paper' sets "
+        "the published budget (TextCraft and ALFWorld 60, InterCode 10).")
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
     monitor: MonitorConfig = Field(

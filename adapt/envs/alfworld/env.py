@@ -83,11 +83,14 @@ class ALFWorld(BaseEnvironment):
     #: planner's blank-line stop, roll-back of failed sub-tasks); the StateAct paper's 50 steps
     #: for the stateact executor
     paper_profile: ClassVar[dict[str, dict[str, Any]]] = {
+        "run": {"d_max": 3},
         "executor": {"max_steps": 20, "patience": 5, "max_tokens": 100},
         "planner": {"max_tokens": 400, "stop": ["\n\n"], "propagate_context": False},
         "environment_config": {"rollback": True, "prompts": "paper"},
-        # the StateAct paper's budget; a StateAct step is several lines
-        "by_executor": {"stateact": {"max_steps": 50, "max_tokens": 384},
+        # the ReAct baseline: the paper's 60 iterations, whatever d_max; the StateAct budget
+        # (a StateAct step is several lines); StateFlow's group chat of 100 messages
+        "by_executor": {"react": {"run": {"react_steps": 60}},
+                        "stateact": {"max_steps": 50, "max_tokens": 384},
                         "stateflow": {"max_steps": 50}},
     }
 

@@ -155,6 +155,8 @@ class InterCodeSQL(BaseEnvironment):
     paper_profile: ClassVar[dict[str, dict[str, Any]]] = {
         "executor": {"max_steps": 10},
         "environment_config": {"observation": "intercode"},
+        # the ReAct baseline: InterCode's 10 turns in all, not 10 per depth level
+        "by_executor": {"react": {"run": {"react_steps": 10}}},
     }
     #: sent by the engine when the turn limit ends a run before the episode did
     final_action: ClassVar[str | None] = "submit"
