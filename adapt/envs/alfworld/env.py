@@ -27,7 +27,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
-from adapt.envs.alfworld.commands import DEFAULT_CUTOFF, near_miss, normalise
+from adapt.envs.alfworld.commands import (
+    DEFAULT_CUTOFF,
+    bleu_match,
+    first_sentence,
+    near_miss,
+    normalise,
+)
 from adapt.envs.alfworld.config import ALFWorldConfig
 from adapt.envs.alfworld.game import Game, task_sentence
 from adapt.envs.alfworld.games import resolve
@@ -91,7 +97,8 @@ class ALFWorld(BaseEnvironment):
         # (a StateAct step is several lines); StateFlow's group chat of 100 messages
         "by_executor": {"react": {"run": {"react_steps": 60}},
                         "stateact": {"max_steps": 50, "max_tokens": 384},
-                        "stateflow": {"max_steps": 50}},
+                        "stateflow": {"max_steps": 50,
+                                      "environment_config": {"near_miss": "bleu"}}},
     }
 
     def __init__(self, *, cache: bool = True) -> None:
@@ -135,7 +142,13 @@ class ALFWorld(BaseEnvironment):
         if command.startswith("think:"):
             return StepResult("OK.")
         info: dict[str, Any] = {}
-        if self._config.near_miss:
+        if self._config.near_miss == "bleu":  # StateFlow's code: every action, cut at a "."
+            command = normalise(first_sentence(action))
+            mapped = bleu_match(command, self._engine.admissible_commands)
+            if mapped is not None:
+                info["mapped_to"] = mapped
+                command = mapped
+        elif self._config.near_miss:
             mapped = near_miss(command, self._engine.admissible_commands, DEFAULT_CUTOFF)
             if mapped is not None:
                 info["mapped_to"] = mapped
