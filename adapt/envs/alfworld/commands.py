@@ -60,7 +60,8 @@ def near_miss(command: str, admissible: Sequence[str], cutoff: float = DEFAULT_C
 def bleu(reference: str, candidate: str) -> float:
     """Sentence BLEU-4 of ``candidate`` against one ``reference`` (whitespace tokens, uniform
     weights, smoothing method 4 of Chen and Cherry, 2014, with k = 5): the score NLTK's
-    ``sentence_bleu`` with ``SmoothingFunction().method4`` gives. 0 when no word matches."""
+    ``sentence_bleu`` with ``SmoothingFunction().method4`` gives (checked against NLTK 3.8.1,
+    current when StateFlow was published, and 3.10). 0 when no word matches."""
     ref, hyp = reference.split(), candidate.split()
     if not hyp:
         return 0.0
@@ -73,11 +74,13 @@ def bleu(reference: str, candidate: str) -> float:
     if precisions[0][0] == 0:
         return 0.0
     logs: list[float] = []
-    for order, (matched, total) in enumerate(precisions):
+    smoothed = 0
+    for matched, total in precisions:
         if matched:
             logs.append(math.log(matched / total))
-        elif len(hyp) > 1:  # smoothing 4: a smaller count for shorter candidates
-            logs.append(math.log((order + _SMOOTHING_K / math.log(len(hyp))) / total))
+        elif len(hyp) > 1:  # smoothing 4: 1 / (2^j k / ln |candidate|) for the j-th zero
+            smoothed += 1
+            logs.append(math.log(math.log(len(hyp)) / (2**smoothed * _SMOOTHING_K * total)))
         # else: NLTK leaves the zero precision out of the sum
     brevity = 1.0 if len(hyp) > len(ref) else math.exp(1 - len(ref) / len(hyp))
     return brevity * math.exp(math.fsum(w * x for w, x in zip([1 / _ORDERS] * _ORDERS, logs,
