@@ -184,6 +184,11 @@ class ALFWorld(BaseEnvironment):
     def is_failure(self, observation: str) -> bool:
         return observation.strip() == NOTHING_HAPPENS
 
+    def prompt_variables(self) -> dict[str, str]:
+        """``$room``: the room as the reset observation describes it (the paper planner's
+        query is the room, then ``Goal: <goal>.``)."""
+        return {"room": self._room}
+
     def prompt_template(self, kind: str) -> str:
         """``prompts/<kind>.txt``; with ``prompts="paper"`` in the config, ``prompts/paper/
         <kind>.txt`` for the kinds the set has (``prompt_sets``; the other kinds keep the
