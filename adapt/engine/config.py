@@ -38,9 +38,16 @@ class ExecutorConfig(BaseModel):
         default=None, ge=1, le=500,
         description="LLM calls per executor run; default from the environment (TextCraft: 20).",
     )
-    patience: int = Field(
+    patience: int | None = Field(
         default=8, ge=1, le=500,
-        description="Consecutive failed or 'OK.' observations after which the run fails.",
+        description="Consecutive failed or 'OK.' observations after which the run fails "
+        "(null: no such rule, as StateAct's code under profile 'paper').",
+    )
+    repeat_limit: int | None = Field(
+        default=None, ge=1, le=500,
+        description="StateAct executor: the run fails when the model writes the same step this "
+        "many times in a row after the first (not executed again); null: no such rule. "
+        "Profile 'paper' on ALFWorld: 5, as StateAct's code.",
     )
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=128, ge=1, le=8192, description="Per executor step.")
@@ -60,11 +67,12 @@ class ExecutorConfig(BaseModel):
         "decomposition (escalate first, decompose when every model failed); 'after' it "
         "(decompose with the first model, escalate only where decomposition failed or "
         "cannot happen, at d_max).")
-    self_assessment: Literal["thought", "any_line"] = Field(
+    self_assessment: Literal["thought", "any_line", "off"] = Field(
         default="thought",
         description="Where 'task completed' / 'task failed' count as the executor's verdict: "
-        "in a thought only, or in any line, actions included (the ADaPT TextCraft code; set by "
-        "profile 'paper').")
+        "in a thought only, in any line, actions included (the ADaPT TextCraft code; set by "
+        "profile 'paper'), or nowhere: only the environment ends the run (StateAct's code; "
+        "profile 'paper' with the stateact executor on ALFWorld).")
 
     @field_validator("models")
     @classmethod

@@ -25,6 +25,8 @@ class ReActExecutor(EpisodeExecutor):
         super().__init__(run, max_steps=max_steps)
         #: the ADaPT TextCraft code reads the verdict in action lines too (profile paper)
         self.any_line = run.config.executor.self_assessment == "any_line"
+        #: no claim counts: only the environment (and the budget) ends the run
+        self.no_claims = run.config.executor.self_assessment == "off"
         self.monitor = executor_monitor(run.env)
         #: act-only: no thoughts, no self-assessment (reward and verification end the run)
         self.act_only = run.config.executor.act_only
@@ -58,5 +60,6 @@ class ReActExecutor(EpisodeExecutor):
             step = episode.step(kind=kind, raw=text, text=line, observation=observation,
                                 reward=reward, done=done, extra=extra)
             trajectory.append(trajectory_line(line, observation))
-            claims = (kind == "thought" or self.any_line) and not self.act_only
+            claims = ((kind == "thought" or self.any_line) and not self.act_only
+                      and not self.no_claims)
             yield Turn([step], declared=declaration(line) if claims else None)
