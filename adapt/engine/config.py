@@ -67,6 +67,12 @@ class ExecutorConfig(BaseModel):
         "decomposition (escalate first, decompose when every model failed); 'after' it "
         "(decompose with the first model, escalate only where decomposition failed or "
         "cannot happen, at d_max).")
+    react_format: Literal["line", "numbered"] = Field(
+        default="line",
+        description="ReAct executor: 'line': one line per LLM call, an action or a think: "
+        "thought (observation OK.); 'numbered': InterCode's turns, one call writes 'Thought N:' "
+        "and 'Action N:' and the observation follows as 'Observation N:' (profile 'paper' on "
+        "InterCode-SQL and -Bash).")
     self_assessment: Literal["thought", "any_line", "off"] = Field(
         default="thought",
         description="Where 'task completed' / 'task failed' count as the executor's verdict: "
