@@ -18,9 +18,11 @@ import pytest
 from adapt.envs.intercode_sql import InterCodeSQL
 from adapt.errors import UserError
 
-DATA_DIR = (
+#: the data next to the repository (``../shared``), or where ``ADAPT_TEST_SQL_DATA`` says (a git
+#: worktree elsewhere), as the Bash tests' ``ADAPT_TEST_BASH_DATA``
+DATA_DIR = Path(os.environ.get("ADAPT_TEST_SQL_DATA") or (
     Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "intercode-sql"
-).resolve()
+)).resolve()
 
 HOST = "127.0.0.1"
 PORT = 3306

@@ -17,6 +17,7 @@ from adapt.cli.support import err, fail, setup_logging, validation_message
 from adapt.errors import InvalidConfig, UserError
 
 if TYPE_CHECKING:
+    from adapt.engine import RunConfig
     from adapt.llm.base import ChatModel
     from adapt.settings import Settings
     from adapt.standalone import Models
@@ -45,6 +46,17 @@ def _goal_into_config(env: str, env_config: dict[str, Any], goal: str | None) ->
     except UserError:
         return env_config  # run_local reports the unknown environment
     return {**env_config, "goal": goal} if "goal" in fields else env_config
+
+
+def _effective_d_max(env: str, config: RunConfig) -> int:
+    """The d_max the run will use: the profile's for the environment when none was given."""
+    from adapt.engine.profiles import apply_profile
+    from adapt.envs import registry
+
+    try:
+        return apply_profile(config, registry.get(env))[0].d_max
+    except UserError:
+        return config.d_max  # run_local reports the unknown environment
 
 
 def _cascade_models(settings: Settings, specs: list[str], model: str | None,
@@ -77,8 +89,9 @@ def run(
     config: Annotated[str | None, typer.Option(
         "--config", help='Environment config as JSON, e.g. \'{"seed": 5}\'.')] = None,
     strategy: Annotated[str, typer.Option(help="adapt | react | ...")] = "adapt",
-    d_max: Annotated[int, typer.Option(
-        "--d-max", help="Maximum decomposition depth (RunConfig.d_max; 1..8).")] = 3,
+    d_max: Annotated[int | None, typer.Option(
+        "--d-max", help="Maximum decomposition depth (RunConfig.d_max; 1..8). Default 3; "
+        "under --profile paper the paper's for the environment (TextCraft 4).")] = None,
     model: Annotated[str | None, typer.Option(
         help="Model spec for both roles, e.g. openai:gpt-4o-mini, "
         "'sim:textcraft?capability=1'.")] = None,
@@ -127,7 +140,8 @@ def run(
         options = run_options(verification=verification, grammar=grammar, act_only=act_only,
                               cascade_mode=cascade_mode, cascade=chain)
         run_config = RunConfig.model_validate({
-            "strategy": strategy, "d_max": d_max, "profile": profile, **options,
+            "strategy": strategy, "profile": profile, **options,
+            **({"d_max": d_max} if d_max is not None else {}),
             "executor": {"kind": executor, **options.get("executor", {}),
                          **({"max_steps": max_steps} if max_steps is not None else {}),
                          **({"spec": _read_spec(spec)} if spec else {})},
@@ -147,7 +161,7 @@ def run(
 
     env_config = _goal_into_config(env, env_config, goal)
     out = Console()
-    title = f"{env} · {strategy} · d_max {d_max} · profile {profile}"
+    title = f"{env} · {strategy} · d_max {_effective_d_max(env, run_config)} · profile {profile}"
     try:
         if as_json:
             sink = MemorySink()

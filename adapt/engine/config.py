@@ -11,6 +11,8 @@ from adapt.engine.executors.registry import available_executors
 
 #: the range of ``RunConfig.d_max`` (the API, the CLI options and the bench grids read it here)
 D_MAX_RANGE: tuple[int, int] = (1, 8)
+#: the largest ``RunConfig.react_steps`` (the most executor steps x the deepest d_max)
+REACT_STEPS_MAX = 4000
 
 
 class ExecutorConfig(BaseModel):
@@ -36,9 +38,16 @@ class ExecutorConfig(BaseModel):
         default=None, ge=1, le=500,
         description="LLM calls per executor run; default from the environment (TextCraft: 20).",
     )
-    patience: int = Field(
+    patience: int | None = Field(
         default=8, ge=1, le=500,
-        description="Consecutive failed or 'OK.' observations after which the run fails.",
+        description="Consecutive failed or 'OK.' observations after which the run fails "
+        "(null: no such rule, as StateAct's code under profile 'paper').",
+    )
+    repeat_limit: int | None = Field(
+        default=None, ge=1, le=500,
+        description="StateAct executor: the run fails when the model writes the same step this "
+        "many times in a row after the first (not executed again); null: no such rule. "
+        "Profile 'paper' on ALFWorld: 5, as StateAct's code.",
     )
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=128, ge=1, le=8192, description="Per executor step.")
@@ -58,11 +67,18 @@ class ExecutorConfig(BaseModel):
         "decomposition (escalate first, decompose when every model failed); 'after' it "
         "(decompose with the first model, escalate only where decomposition failed or "
         "cannot happen, at d_max).")
-    self_assessment: Literal["thought", "any_line"] = Field(
+    react_format: Literal["line", "numbered"] = Field(
+        default="line",
+        description="ReAct executor: 'line': one line per LLM call, an action or a think: "
+        "thought (observation OK.); 'numbered': InterCode's turns, one call writes 'Thought N:' "
+        "and 'Action N:' and the observation follows as 'Observation N:' (profile 'paper' on "
+        "InterCode-SQL and -Bash).")
+    self_assessment: Literal["thought", "any_line", "off"] = Field(
         default="thought",
         description="Where 'task completed' / 'task failed' count as the executor's verdict: "
-        "in a thought only, or in any line, actions included (the ADaPT TextCraft code; set by "
-        "profile 'paper').")
+        "in a thought only, in any line, actions included (the ADaPT TextCraft code; set by "
+        "profile 'paper'), or nowhere: only the environment ends the run (StateAct's code; "
+        "profile 'paper' with the stateact executor on ALFWorld).")
 
     @field_validator("models")
     @classmethod
@@ -133,7 +149,13 @@ class RunConfig(BaseModel):
     strategy: str = Field(default="adapt", max_length=64, examples=["adapt", "react"],
                           description="How the task is driven (adapt, react, ...).")
     d_max: int = Field(default=3, ge=D_MAX_RANGE[0], le=D_MAX_RANGE[1],
-                       description="Maximum decomposition depth.")
+                       description="Maximum decomposition depth (default 3; profile 'paper': "
+                       "the paper's for the environment, TextCraft 4).")
+    react_steps: int | None = Field(
+        default=None, ge=1, le=REACT_STEPS_MAX,
+        description="Strategy react (the executor alone on the whole task): its step budget. "
+        "Default: the executor's steps x d_max (the ADaPT paper's rule); profile 'paper' sets "
+        "the published budget (TextCraft and ALFWorld 60, InterCode 10).")
     executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
     monitor: MonitorConfig = Field(

@@ -1,20 +1,30 @@
 """Profiles: ``default`` (the project's improved behaviour) or ``paper`` (the published protocols).
 
 A profile is a set of run settings and environment settings. ``paper`` turns the decoding
-monitor and verification off everywhere, and takes the rest from the environment: an environment class lists what
-its paper (or, where the paper is silent, the authors' code) uses in ``paper_profile``::
+monitor and verification off everywhere, and takes the rest from the environment: an environment
+class lists what its paper (or, where the paper is silent, the authors' code) uses in
+``paper_profile``::
 
     paper_profile = {
+        "run": {"d_max": 4},                        # top-level RunConfig fields
         "executor": {"max_steps": 20, "patience": 8, "max_tokens": 150},
         "planner": {"max_tokens": 800, "propagate_context": False},
         "environment_config": {"prompts": "paper"},
-        "by_executor": {"stateact": {"max_steps": 50}},  # per executor kind, over "executor"
+        # per executor design: executor fields over "executor"; its "run" and
+        # "environment_config" over the sections above
+        "by_executor": {"react": {"run": {"react_steps": 60}},
+                        "stateact": {"max_steps": 50},
+                        "stateflow": {"environment_config": {"near_miss": "bleu"}}},
     }
 
-Settings given explicitly win over the profile's: :func:`apply_profile` only fills the fields of
-``executor``, ``planner`` and ``monitor`` the caller did not set (pydantic's
-``model_fields_set``), and only the ``environment_config`` keys not given. Applying a profile
-twice changes nothing, so the edges (API, CLI, bench) apply it to store what ran, and
+The executor design of ``by_executor`` is ``executor.kind``, or ``stateflow`` under the
+standalone ``stateflow`` strategy (which runs the machine whatever the kind says).
+
+Settings given explicitly win over the profile's: :func:`apply_profile` only fills the top-level
+fields and the fields of ``executor``, ``planner`` and ``monitor`` the caller did not set
+(pydantic's ``model_fields_set``: ``d_max`` left out of an API request or ``adapt run`` is
+filled, ``"d_max": 3`` is kept), and only the ``environment_config`` keys not given. Applying a
+profile twice changes nothing, so the edges (API, CLI, bench) apply it to store what ran, and
 ``run_task`` applies it for library callers.
 """
 
@@ -31,21 +41,31 @@ PROFILES: tuple[str, ...] = ("default", "paper")
 #: what ``paper`` sets for every environment (the papers ran without a decoding monitor)
 PAPER_COMMON: dict[str, dict[str, Any]] = {"monitor": {"enabled": False}}
 _SECTIONS = ("executor", "planner", "monitor")
-#: top-level fields ``paper`` sets (the papers' executors decided by their own claim)
+#: top-level fields ``paper`` sets everywhere (the papers' executors decided by their own
+#: claim); an environment's ``run`` section adds its own (``d_max``, ``react_steps``)
 PAPER_TOP: dict[str, Any] = {"verification": "off"}
+#: the keys of a ``by_executor`` entry that hold sections, not executor fields
+SECTION_KEYS = ("run", "environment_config")
 
 
 def profile_settings(profile: str, env: object) -> dict[str, dict[str, Any]]:
-    """The settings a profile adds for an environment (class or instance): sections
-    ``executor``, ``planner``, ``monitor`` and ``environment_config``."""
+    """The settings a profile adds for an environment (class or instance): sections ``run``
+    (top-level fields), ``executor``, ``planner``, ``monitor`` and ``environment_config``."""
     if profile != "paper":
         return {}
     own: Mapping[str, Mapping[str, Any]] = paper_profile(env)
     out: dict[str, dict[str, Any]] = {k: dict(v) for k, v in PAPER_COMMON.items()}
+    out["run"] = dict(PAPER_TOP)
     for section, values in own.items():
         if section != "by_executor":
             out.setdefault(section, {}).update(values)
     return out
+
+
+def design(config: RunConfig) -> str:
+    """The executor design a run uses: ``executor.kind``, or ``stateflow`` under the standalone
+    ``stateflow`` strategy."""
+    return "stateflow" if config.strategy == "stateflow" else config.executor.kind
 
 
 def _executor_settings(profile: str, env: object, kind: str) -> dict[str, Any]:
@@ -63,8 +83,10 @@ def apply_profile(config: RunConfig, env: object,
     settings = profile_settings(config.profile, env)
     if not settings:
         return config, given
-    settings.setdefault("executor", {}).update(
-        _executor_settings(config.profile, env, config.executor.kind))
+    own = _executor_settings(config.profile, env, design(config))
+    for key in SECTION_KEYS:
+        settings.setdefault(key, {}).update(own.pop(key, {}))
+    settings.setdefault("executor", {}).update(own)
     # what the caller set, plus the profile's values: the result's fields_set says what was
     # chosen (executors that pick their own default for an unset field keep doing so)
     data = config.model_dump(exclude_unset=True)
@@ -75,11 +97,11 @@ def apply_profile(config: RunConfig, env: object,
         for key, value in settings.get(section, {}).items():
             if key not in explicit:
                 chosen[key] = value
-    for key, value in PAPER_TOP.items():
+    for key, value in settings.get("run", {}).items():
         if key not in config.model_fields_set:
             data[key] = value
     extra = settings.get("environment_config", {})
     return RunConfig.model_validate(data), {**extra, **given}
 
 
-__all__ = ["PROFILES", "Profile", "apply_profile", "profile_settings"]
+__all__ = ["PROFILES", "Profile", "apply_profile", "design", "profile_settings"]

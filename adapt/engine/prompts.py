@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from string import Template
 
-from adapt.envs.base import Environment
+from adapt.envs.base import Environment, prompt_variables
 from adapt.errors import UserError
 
 
 def render(env: Environment, kind: str, *, task: str, context: str | None, **extra: str) -> str:
+    """The environment's ``kind`` template with ``$task``, ``$context``, the ``extra`` variables
+    and the environment's own (``prompt_variables``)."""
     try:
         template = env.prompt_template(kind)
     except KeyError:
@@ -16,7 +18,8 @@ def render(env: Environment, kind: str, *, task: str, context: str | None, **ext
             f"environment {env.name!r} has no {kind!r} prompt template; add prompts/{kind}.txt "
             "to its package or override prompt_template()"
         ) from None
-    return Template(template).safe_substitute(task=task, context=context or "", **extra)
+    values = {**prompt_variables(env), **extra, "task": task, "context": context or ""}
+    return Template(template).safe_substitute(values)
 
 
 def trajectory_line(action: str, observation: str) -> str:

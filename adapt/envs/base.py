@@ -271,6 +271,14 @@ class DecodingGrammars(Protocol):
 
 
 @runtime_checkable
+class PromptVariables(Protocol):
+    """Variables the environment adds to its prompt templates (ALFWorld: ``$room``, the room
+    without the task), besides the engine's ``$task``, ``$context`` and the like."""
+
+    def prompt_variables(self) -> Mapping[str, str]: ...
+
+
+@runtime_checkable
 class PaperSettings(Protocol):
     """``paper_profile``: what profile ``paper`` sets for this environment (sections
     ``executor``, ``planner``, ``monitor``, ``environment_config`` and ``by_executor``)."""
@@ -294,6 +302,10 @@ def success_reward(env: object) -> float | None:
 
 def decoding_grammar(env: object, kind: str) -> str | None:
     return env.decoding_grammar(kind) if isinstance(env, DecodingGrammars) else None
+
+
+def prompt_variables(env: object) -> Mapping[str, str]:
+    return env.prompt_variables() if isinstance(env, PromptVariables) else {}
 
 
 def paper_profile(env: object) -> Mapping[str, Any]:

@@ -90,6 +90,21 @@ async def test_profile_paper_is_stored_and_shown(client: httpx.AsyncClient) -> N
     assert bad.status_code == 422 and "verification" in bad.text
 
 
+async def test_profile_paper_takes_the_papers_d_max_unless_given(
+        client: httpx.AsyncClient) -> None:
+    """TextCraft under paper: d_max 4 (the paper's) when the request gives none; an explicit
+    d_max wins; the default profile keeps 3."""
+    async def d_max(**fields: object) -> int:
+        response = await client.post("/tasks", json={
+            "environment": "textcraft", "environment_config": {"seed": 3}, **fields})
+        assert response.status_code == 202, response.text
+        return int(response.json()["d_max"])
+
+    assert await d_max(profile="paper") == 4
+    assert await d_max(profile="paper", d_max=3) == 3
+    assert await d_max() == 3
+
+
 async def test_create_with_every_option_stores_the_run_config(client: httpx.AsyncClient) -> None:
     task = await create(client, FULL)
     detail = (await client.get(f"/tasks/{task['id']}")).json()

@@ -34,3 +34,14 @@ def record_models(monkeypatch: pytest.MonkeyPatch) -> list[ChatRequest]:
 @pytest.fixture
 def recorded_requests(monkeypatch: pytest.MonkeyPatch) -> list[ChatRequest]:
     return record_models(monkeypatch)
+
+
+def as_turn(prompt: str, action: str) -> str:
+    """``action`` as the prompt asks for it: the bare line, or, when the prompt ends with
+    InterCode's ``Thought N:`` (profile paper's numbered turns), a thought and ``Action N:``."""
+    import re
+
+    numbered = re.search(r"Thought (\d+):$", prompt)
+    if numbered is None:
+        return action
+    return f" I do the next step.\nAction {numbered.group(1)}: {action}"

@@ -30,6 +30,7 @@ from adapt.envs.intercode_bash import InterCodeBash, Task
 from adapt.errors import UserError
 from adapt.llm.base import ChatRequest
 from adapt.llm.testing import FunctionModel
+from tests.bench.conftest import as_turn
 
 BAD = "ls /no/such/dir"
 DATA = Path(__file__).resolve().parents[2].parent / "shared" / "data" / "intercode-bash"
@@ -50,12 +51,12 @@ def gold_model(chosen: list[Task], *, bad_first: bool = False,
         question = max((q for q in golds if q in prompt), key=prompt.rindex)
         after = prompt[prompt.rindex(question):]
         if bad_first and f"execute[{BAD}]" not in after:
-            return f"execute[{BAD}]"
+            return as_turn(prompt, f"execute[{BAD}]")
         if invalid_first and "Invalid action" not in after:
             return "ls -l /testbed"  # a bare command: not an action of this environment
         if f"execute[{golds[question]}]" not in after:
-            return f"execute[{golds[question]}]"
-        return "submit"
+            return as_turn(prompt, f"execute[{golds[question]}]")
+        return as_turn(prompt, "submit")
 
     return FunctionModel(reply, name="gold")
 

@@ -28,6 +28,7 @@ from adapt.envs.intercode_sql import InterCodeSQL, Task, tasks
 from adapt.errors import UserError
 from adapt.llm.base import ChatRequest
 from adapt.llm.testing import FunctionModel
+from tests.bench.conftest import as_turn
 
 BAD = "SELECT no_such_column FROM no_such_table"
 PER_LEVEL = 2
@@ -64,13 +65,16 @@ def gold_model(golds: dict[str, str], *, bad_first: bool = False) -> FunctionMod
 
     def reply(request: ChatRequest) -> str:
         prompt = request.as_prompt()
-        question = next(q for q in golds if f"Task: {q}" in prompt)
-        after = prompt[prompt.rindex(f"Task: {question}"):]
+        # the default prompts say "Task: <question>", InterCode's (profile paper) "Question:"
+        asked = [(f"{key}: {q}", q) for q in golds for key in ("Task", "Question")
+                 if f"{key}: {q}" in prompt]
+        line, question = max(asked, key=lambda a: prompt.rindex(a[0]))
+        after = prompt[prompt.rindex(line):]
         if bad_first and f"execute[{BAD}]" not in after:
-            return f"execute[{BAD}]"
+            return as_turn(prompt, f"execute[{BAD}]")
         if f"execute[{golds[question]}]" not in after:
-            return f"execute[{golds[question]}]"
-        return "submit"
+            return as_turn(prompt, f"execute[{golds[question]}]")
+        return as_turn(prompt, "submit")
 
     return FunctionModel(reply, name="gold")
 

@@ -87,7 +87,7 @@ class Turn:
 
 
 class Episode:
-    def __init__(self, run: Run, node: Node, task: str, *, max_steps: int, patience: int,
+    def __init__(self, run: Run, node: Node, task: str, *, max_steps: int, patience: int | None,
                  options: ExecuteOptions | None = None,
                  budget_termination: str = "max_steps") -> None:
         options = options or ExecuteOptions()
@@ -139,7 +139,7 @@ class Episode:
         if turn.declared is not None:
             return Ending(turn.declared, turn.declared,
                           "completed" if turn.declared else "failed")
-        if self._streak(turn) >= self.patience:
+        if self.patience is not None and self._streak(turn) >= self.patience:
             return Ending(False, None, "patience")
         return turn.end
 

@@ -2,6 +2,11 @@
 
 Success: the environment gives reward > 0, or a thought says the task is completed.
 Act-only (``executor.act_only``): every line goes to the environment, no self-assessment.
+Numbered turns (``executor.react_format="numbered"``, InterCode's ReAct, profile paper on
+InterCode): one call per turn writes ``Thought N: ...`` and ``Action N: ...`` (it stops before
+``Observation N:``); when it wrote no action, a second call asks for it after ``Action N:``, as
+InterCode's ``eval_react.py`` does. The action goes to the environment (a step whose ``extra``
+holds the thought); no self-assessment, only the environment and the budget end the run.
 Failure: a thought says the task failed; ``patience`` consecutive steps whose observation is a
 failure (as the environment defines it) or ``OK.``; or ``max_steps`` LLM calls used up. (The
 rules are the shared episode's, ``adapt.engine.executors.episode``.)
@@ -25,14 +30,21 @@ class ReActExecutor(EpisodeExecutor):
         super().__init__(run, max_steps=max_steps)
         #: the ADaPT TextCraft code reads the verdict in action lines too (profile paper)
         self.any_line = run.config.executor.self_assessment == "any_line"
+        #: no claim counts: only the environment (and the budget) ends the run
+        self.no_claims = run.config.executor.self_assessment == "off"
         self.monitor = executor_monitor(run.env)
         #: act-only: no thoughts, no self-assessment (reward and verification end the run)
         self.act_only = run.config.executor.act_only
         self.grammar = env_grammar(run, "action" if self.act_only else "react")
 
     async def turns(self, episode: Episode) -> AsyncGenerator[Turn, None]:
+        if self.run.config.executor.react_format == "numbered":
+            async for turn in self.numbered_turns(episode):
+                yield turn
+            return
         run, env = self.run, self.run.env
-        header = render(env, "executor", task=episode.task, context=episode.context)
+        header = render(env, "executor", task=episode.task, context=episode.context,
+                        goal=episode.node.goal)
         trajectory: list[str] = []
         while True:
             request = ChatRequest(
@@ -58,5 +70,40 @@ class ReActExecutor(EpisodeExecutor):
             step = episode.step(kind=kind, raw=text, text=line, observation=observation,
                                 reward=reward, done=done, extra=extra)
             trajectory.append(trajectory_line(line, observation))
-            claims = (kind == "thought" or self.any_line) and not self.act_only
+            claims = ((kind == "thought" or self.any_line) and not self.act_only
+                      and not self.no_claims)
             yield Turn([step], declared=declaration(line) if claims else None)
+
+    async def numbered_turns(self, episode: Episode) -> AsyncGenerator[Turn, None]:
+        """InterCode's ReAct turns: ``Thought N`` and ``Action N`` from one call (a second call
+        for the action when the first wrote none), then ``Observation N``."""
+        run, env = self.run, self.run.env
+        header = render(env, "executor", task=episode.task, context=episode.context,
+                        goal=episode.node.goal).rstrip("\n") + "\n"
+        history = ""
+        number = 0
+        while True:
+            number += 1
+            cfg = run.config.executor
+            request = ChatRequest(
+                prompt=f"{header}{history}Thought {number}:",
+                stop=[f"\nObservation {number}:"], max_tokens=cfg.max_tokens,
+                temperature=episode.temperature, role="executor")
+            raw = (await run.call(episode.model, request, episode.node)).text
+            thought, marker, action = raw.strip().partition(f"\nAction {number}: ")
+            if not marker:  # no action written: ask for it (InterCode's retry)
+                thought = raw.strip().split("\n")[0]
+                request = ChatRequest(
+                    prompt=f"{header}{history}Thought {number}: {thought}\nAction {number}:",
+                    stop=["\n"], max_tokens=cfg.max_tokens, temperature=episode.temperature,
+                    role="executor")
+                action = (await run.call(episode.model, request, episode.node)).text
+            thought, action = thought.strip(), action.strip()
+            result = await step_async(env, action)
+            observation = result.observation
+            step = episode.step(kind="action", raw=raw, text=action, observation=observation,
+                                reward=float(result.reward), done=result.done,
+                                extra={"thought": thought})
+            history += (f"Thought {number}: {thought}\nAction {number}: {action}\n"
+                        f"Observation {number}: {observation}\n")
+            yield Turn([step])

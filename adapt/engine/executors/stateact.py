@@ -26,7 +26,11 @@ Rules (the shared episode's, ``adapt.engine.executors.episode``, as ReAct):
 - a step without an (non-empty) ``action:`` line and without such a declaration records a
   per-step error (``Step.error``), shows the model an ``Invalid step: ...`` observation and
   counts toward ``patience`` like a failed action; the run continues;
-- ``patience`` consecutive failed / ``OK.`` / invalid steps fail the run; so does ``max_steps``.
+- ``patience`` consecutive failed / ``OK.`` / invalid steps fail the run; so does ``max_steps``;
+- ``executor.repeat_limit`` (StateAct's code: 5, profile paper on ALFWorld): the run fails
+  (``repetition``) when the model writes the same step that many times in a row after the first;
+  that step is recorded, not executed. ``executor.self_assessment="off"`` (the same profile):
+  no declaration ends the run, only the environment and the budget do.
 
 The prompt is the environment's ``stateact`` template (``$task``, ``$context``, and optionally
 ``$state_fields`` and ``$step_format``) followed by the previous steps, each rendered from its
@@ -49,7 +53,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from adapt.engine.executors.base import THOUGHT_OK
-from adapt.engine.executors.episode import Episode, EpisodeExecutor, Turn, declaration
+from adapt.engine.executors.episode import Ending, Episode, EpisodeExecutor, Turn, declaration
 from adapt.engine.prompts import render
 from adapt.engine.runtime import Run
 from adapt.envs.base import step_async
@@ -198,6 +202,9 @@ class StateActExecutor(EpisodeExecutor):
             else DEFAULT_MAX_TOKENS
         self.state_fields: tuple[str, ...] = tuple(
             normalize_key(f) for f in run.env.state_fields or ())
+        #: StateAct's code: no self-assessed ending, and a stop after repeated steps
+        self.no_claims = cfg.self_assessment == "off"
+        self.repeat_limit = cfg.repeat_limit
         try:
             run.env.prompt_template(TEMPLATE)
         except KeyError:
@@ -217,6 +224,8 @@ class StateActExecutor(EpisodeExecutor):
         run, env = self.run, self.run.env
         header = self.header(episode.task, episode.context)
         trajectory: list[str] = []
+        previous: str | None = None
+        repeats = 0
         while True:
             request = ChatRequest(
                 prompt=header + "".join(trajectory),
@@ -229,7 +238,16 @@ class StateActExecutor(EpisodeExecutor):
             out = parse_output(response.text, self.state_fields)
             if response.finish_reason == "length":
                 out.warnings.append("the output was cut at max_tokens")
-            declared = out.declaration
+            written = response.text.strip()
+            repeats = repeats + 1 if written == previous else 0
+            previous = written
+            if self.repeat_limit is not None and repeats >= self.repeat_limit:
+                step = episode.step(kind="thought", raw=response.text, text=out.action or "",
+                                    observation="", extra=out.extra(),
+                                    error=f"the same step {repeats + 1} times in a row")
+                yield Turn([step], failures=[False], end=Ending(False, None, "repetition"))
+                return
+            declared = None if self.no_claims else out.declaration
             reward, done, error = 0.0, False, None
             if out.action is None and declared is None:
                 kind, text, error = "thought", "", out.error or "no action"

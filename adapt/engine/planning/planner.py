@@ -19,7 +19,9 @@ class Planner:
         run = self.run
         cfg = run.config.planner
         context = run.context if cfg.propagate_context else None
-        prompt = render(run.env, self.template, task=task, context=context)
+        # $goal: the node's goal alone (ALFWorld's paper planner asks "Goal: <goal>.")
+        goal = " ".join(node.goal.split()).rstrip(".")
+        prompt = render(run.env, self.template, task=task, context=context, goal=goal)
         request = ChatRequest(prompt=prompt, max_tokens=cfg.max_tokens, stop=list(cfg.stop),
                               temperature=cfg.temperature, role="planner",
                               grammar=env_grammar(run, "plan") if self.template == "planner"

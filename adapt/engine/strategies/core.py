@@ -16,12 +16,13 @@ async def adapt_strategy(run: Run, goal: str, task: str) -> Node:
 
 
 async def react_strategy(run: Run, goal: str, task: str) -> Node:
-    """The executor alone, with a step budget of ``max_steps x d_max`` (as the paper); with a
-    model cascade, each model in turn until one succeeds (``attempt N`` children)."""
+    """The executor alone, with a step budget of ``react_steps`` when set (profile paper: the
+    published budget), else ``max_steps x d_max`` (the ADaPT paper's rule); with a model
+    cascade, each model in turn until one succeeds (``attempt N`` children)."""
     root = await run.new_node(kind="task", goal=goal, depth=1)
     base = run.config.executor.max_steps or run.env.default_max_steps
     runner = NodeRunner(run)
-    options = ExecuteOptions(max_steps=base * run.config.d_max)
+    options = ExecuteOptions(max_steps=run.config.react_steps or base * run.config.d_max)
     if len(run.executor_models) > 1:  # a cascade: each model in turn, as attempt children
         result = await runner.cascade(root, task, 0, options)
     else:

@@ -76,11 +76,13 @@ class ALFWorldConfig(BaseModel):
         ),
         json_schema_extra={"server_path": True},
     )
-    near_miss: bool = Field(
+    near_miss: bool | Literal["bleu"] = Field(
         default=False,
         description=(
-            "Map a command that is not admissible to the closest admissible one when it is "
-            "close enough (as StateFlow did). Off by default."
+            "Map a command that is not admissible to an admissible one: true: the closest when "
+            "it is close enough (difflib ratio 0.85 or more); 'bleu': the one with the highest "
+            "BLEU against it when above 0.01, as StateFlow's ALFWorld code (set by profile "
+            "'paper' for the stateflow executor). Off by default."
         ),
     )
 

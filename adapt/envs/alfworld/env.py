@@ -23,16 +23,23 @@ from the countertop 2.``), plus where the agent is and what it holds.
 from __future__ import annotations
 
 import logging
+from string import Template
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from pydantic import BaseModel
 
-from adapt.envs.alfworld.commands import DEFAULT_CUTOFF, near_miss, normalise
+from adapt.envs.alfworld.commands import (
+    DEFAULT_CUTOFF,
+    bleu_match,
+    first_sentence,
+    near_miss,
+    normalise,
+)
 from adapt.envs.alfworld.config import ALFWorldConfig
 from adapt.envs.alfworld.game import Game, task_sentence
 from adapt.envs.alfworld.games import resolve
 from adapt.envs.alfworld.verify import check_go, check_take, game_kinds
-from adapt.envs.base import BaseEnvironment, StepResult, prompt_set_text
+from adapt.envs.base import BaseEnvironment, StepResult, package_text, prompt_set_text
 from adapt.envs.verification import UNKNOWN, Verification, same_goal
 from adapt.errors import InvalidConfig, UserError
 
@@ -75,20 +82,28 @@ class ALFWorld(BaseEnvironment):
     prompt_package: ClassVar[str | None] = "adapt.envs.alfworld"
     #: the kinds each prompt set (config ``prompts``) has under ``prompts/<set>/``
     prompt_sets: ClassVar[dict[str, frozenset[str]]] = {
-        "paper": frozenset({"executor", "planner"})}
+        "paper": frozenset({"executor", "planner", "stateact"})}
     state_fields: ClassVar[tuple[str, ...]] = ("current location", "current inventory")
     #: reward 1 means the goal holds (trials count it, not the executor's claim)
     success_reward: ClassVar[float | None] = 1.0
     #: profile ``paper``: the ADaPT paper's ALFWorld settings and its code's (token limits, the
-    #: planner's blank-line stop, roll-back of failed sub-tasks); the StateAct paper's 50 steps
-    #: for the stateact executor
+    #: planner's blank-line stop, roll-back of failed sub-tasks); the StateAct and StateFlow
+    #: code's for those executors
     paper_profile: ClassVar[dict[str, dict[str, Any]]] = {
+        "run": {"d_max": 3},
         "executor": {"max_steps": 20, "patience": 5, "max_tokens": 100},
         "planner": {"max_tokens": 400, "stop": ["\n\n"], "propagate_context": False},
         "environment_config": {"rollback": True, "prompts": "paper"},
-        # the StateAct paper's budget; a StateAct step is several lines
-        "by_executor": {"stateact": {"max_steps": 50, "max_tokens": 384},
-                        "stateflow": {"max_steps": 50}},
+        # the ReAct baseline: the paper's 60 iterations, whatever d_max; StateAct as its code
+        # (alfworld_run.py): 100 model calls, a stop after 5 repetitions of the same output,
+        # no patience rule and no self-assessed ending (a step is several lines); StateFlow's
+        # group chat of 100 messages
+        "by_executor": {"react": {"run": {"react_steps": 60}},
+                        "stateact": {"max_steps": 100, "max_tokens": 384, "patience": None,
+                                     "self_assessment": "off", "repeat_limit": 5,
+                                     "run": {"react_steps": 100}},
+                        "stateflow": {"max_steps": 50, "run": {"react_steps": 50},
+                                      "environment_config": {"near_miss": "bleu"}}},
     }
 
     def __init__(self, *, cache: bool = True) -> None:
@@ -132,7 +147,13 @@ class ALFWorld(BaseEnvironment):
         if command.startswith("think:"):
             return StepResult("OK.")
         info: dict[str, Any] = {}
-        if self._config.near_miss:
+        if self._config.near_miss == "bleu":  # StateFlow's code: every action, cut at a "."
+            command = normalise(first_sentence(action))
+            mapped = bleu_match(command, self._engine.admissible_commands)
+            if mapped is not None:
+                info["mapped_to"] = mapped
+                command = mapped
+        elif self._config.near_miss:
             mapped = near_miss(command, self._engine.admissible_commands, DEFAULT_CUTOFF)
             if mapped is not None:
                 info["mapped_to"] = mapped
@@ -168,6 +189,11 @@ class ALFWorld(BaseEnvironment):
     def is_failure(self, observation: str) -> bool:
         return observation.strip() == NOTHING_HAPPENS
 
+    def prompt_variables(self) -> dict[str, str]:
+        """``$room``: the room as the reset observation describes it (the paper planner's
+        query is the room, then ``Goal: <goal>.``)."""
+        return {"room": self._room}
+
     def prompt_template(self, kind: str) -> str:
         """``prompts/<kind>.txt``; with ``prompts="paper"`` in the config, ``prompts/paper/
         <kind>.txt`` for the kinds the set has (``prompt_sets``; the other kinds keep the
@@ -176,8 +202,24 @@ class ALFWorld(BaseEnvironment):
             text = prompt_set_text("adapt.envs.alfworld", self._config.prompts, kind,
                                    self.prompt_sets)
             if text is not None:
+                if kind == "stateact":  # the two demonstrations of the game's task type
+                    text = Template(text).safe_substitute(examples=self._stateact_examples())
                 return text
         return super().prompt_template(kind)
+
+    def _stateact_examples(self) -> str:
+        """The paper StateAct set's two demonstrations of this game's task type, as the
+        StateAct code picks them by the game file's name."""
+        task_type = self._require_game().task_type
+        text = package_text("adapt.envs.alfworld", "prompts", "paper", "stateact",
+                            f"{task_type}.txt") if task_type else None
+        if text is None:
+            raise UserError(
+                f"alfworld: the paper StateAct prompt shows two demonstrations of the game's "
+                f"task type, and the type of {self._require_game().source} is unknown (no "
+                "traj_data.json and no task-type folder name such as pick_heat_then_place_in_"
+                "recep-...); give the game a known type or use prompts 'default'")
+        return text.rstrip("\n")
 
     def rolls_back(self) -> bool:
         return self._config is not None and self._config.rollback

@@ -59,6 +59,14 @@ class InterCodeBashConfig(BaseModel):
         "set by profile 'paper'). The reward always scores the full output.",
         examples=["adapt", "intercode"],
     )
+    prompts: Literal["default", "paper"] = Field(
+        default="default",
+        description=(
+            "Executor prompt: 'default' (the project's) or 'paper' (InterCode's ReAct template: "
+            "numbered Thought, Action and Observation lines, demonstrations in InterCode's "
+            "observation format; set by profile 'paper')."
+        ),
+    )
 
     @property
     def gold_command(self) -> str:

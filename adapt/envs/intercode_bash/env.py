@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from adapt.envs.base import BaseEnvironment, StepResult
+from adapt.envs.base import BaseEnvironment, StepResult, prompt_set_text
 from adapt.envs.intercode_bash.changes import lookup, parse_status, status, status_text
 from adapt.envs.intercode_bash.config import InterCodeBashConfig
 from adapt.envs.intercode_bash.layers import Layers, default_cache_dir, load_prepared, prepare
@@ -62,6 +62,8 @@ INVALID_ACTION = (
     "Invalid action. Use execute[<bash command>] to run one bash command and see its output, "
     "or submit to end the task."
 )
+#: InterCode's observation for an action that is neither execute[...] nor submit
+INTERCODE_INVALID = "Error executing query: Your last `execute` action did not contain bash code"
 ALREADY_SUBMITTED = "The task was already submitted; it is over."
 
 _EXECUTE = re.compile(r"execute\s*\[(.*)\]", re.IGNORECASE | re.DOTALL)
@@ -114,8 +116,14 @@ class InterCodeBash(BaseEnvironment):
     #: profile ``paper``: InterCode's ReAct protocol (10 turns, its observation cut)
     paper_profile: ClassVar[dict[str, dict[str, Any]]] = {
         "executor": {"max_steps": 10},
-        "environment_config": {"observation": "intercode"},
+        "environment_config": {"observation": "intercode", "prompts": "paper"},
+        # the ReAct baseline: InterCode's 10 turns in all, not 10 per depth level, each turn a
+        # numbered thought and action, and no patience rule (InterCode's eval_react.py)
+        "by_executor": {"react": {"run": {"react_steps": 10}, "react_format": "numbered",
+                                  "patience": None}},
     }
+    #: the kinds each prompt set (config ``prompts``) has under ``prompts/<set>/``
+    prompt_sets: ClassVar[dict[str, frozenset[str]]] = {"paper": frozenset({"executor"})}
     #: sent by the engine when the turn limit ends a run before the episode did (InterCode
     #: submits at the turn limit, so the last state is scored)
     final_action: ClassVar[str | None] = "submit"
@@ -225,7 +233,8 @@ class InterCodeBash(BaseEnvironment):
             return self._submit(cfg)
         m = _EXECUTE.fullmatch(text)
         if m is None:
-            return StepResult(INVALID_ACTION)
+            return StepResult(INTERCODE_INVALID if cfg.observation == "intercode"
+                              else INVALID_ACTION)
         command = m.group(1).strip()
         if not command:
             return StepResult("The command is empty; write execute[<bash command>]. "
@@ -317,10 +326,21 @@ class InterCodeBash(BaseEnvironment):
                 parts.append(f"Last output: {output}")
         return " ".join(parts)
 
+    def prompt_template(self, kind: str) -> str:
+        """``prompts/<kind>.txt``; with ``prompts="paper"`` in the config, ``prompts/paper/
+        <kind>.txt`` for the kinds the set has (InterCode's ReAct template: ``executor``)."""
+        if self._config is not None:
+            text = prompt_set_text(f"adapt.envs.{self.name}", self._config.prompts, kind,
+                                   self.prompt_sets)
+            if text is not None:
+                return text
+        return super().prompt_template(kind)
+
     def is_failure(self, observation: str) -> bool:
         if self._failed_observation is not None and observation == self._failed_observation:
             return True  # also in the 'intercode' format, which shows no exit status
-        return bool(_FAILED.search(observation)) or observation.startswith("Invalid action")
+        return (bool(_FAILED.search(observation)) or observation.startswith("Invalid action")
+                or observation == INTERCODE_INVALID)
 
     def close(self) -> None:
         sandbox, self._sandbox = self._sandbox, None

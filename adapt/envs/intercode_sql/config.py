@@ -50,3 +50,11 @@ class InterCodeSQLConfig(BaseModel):
         ),
         examples=["adapt", "intercode"],
     )
+    prompts: Literal["default", "paper"] = Field(
+        default="default",
+        description=(
+            "Executor prompt: 'default' (the project's) or 'paper' (InterCode's ReAct template: "
+            "numbered Thought, Action and Observation lines, demonstrations in InterCode's "
+            "observation format; set by profile 'paper')."
+        ),
+    )

@@ -44,7 +44,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from adapt.envs.base import BaseEnvironment, StepResult
+from adapt.envs.base import BaseEnvironment, StepResult, prompt_set_text
 from adapt.envs.intercode_sql.config import InterCodeSQLConfig
 from adapt.envs.intercode_sql.loader import Connection, connect, pymysql_module
 from adapt.envs.intercode_sql.reward import reward as intercode_reward
@@ -72,6 +72,8 @@ INVALID_ACTION = (
     "Invalid action. Use execute[<SQL query>] to run one SQL query on the database and see its "
     "result, or submit to end the task with the result of your last query as the answer."
 )
+#: InterCode's observation for an action that is neither execute[...] nor submit
+INTERCODE_INVALID = "Error executing query: Your last `execute` action did not contain sql code"
 ALREADY_SUBMITTED = "The answer was already submitted; the task is over."
 
 _EXECUTE = re.compile(r"execute\s*\[(.*)\]", re.IGNORECASE | re.DOTALL)
@@ -154,8 +156,14 @@ class InterCodeSQL(BaseEnvironment):
     #: profile ``paper``: InterCode's 10 turns and its observation format
     paper_profile: ClassVar[dict[str, dict[str, Any]]] = {
         "executor": {"max_steps": 10},
-        "environment_config": {"observation": "intercode"},
+        "environment_config": {"observation": "intercode", "prompts": "paper"},
+        # the ReAct baseline: InterCode's 10 turns in all, not 10 per depth level, each turn a
+        # numbered thought and action, and no patience rule (InterCode's eval_react.py)
+        "by_executor": {"react": {"run": {"react_steps": 10}, "react_format": "numbered",
+                                  "patience": None}},
     }
+    #: the kinds each prompt set (config ``prompts``) has under ``prompts/<set>/``
+    prompt_sets: ClassVar[dict[str, frozenset[str]]] = {"paper": frozenset({"executor"})}
     #: sent by the engine when the turn limit ends a run before the episode did
     final_action: ClassVar[str | None] = "submit"
     #: the environment's own settings (``ADAPT_SQL_*``)
@@ -286,7 +294,8 @@ class InterCodeSQL(BaseEnvironment):
             return self._submit(cfg)
         m = _EXECUTE.fullmatch(text)
         if m is None:
-            return StepResult(INVALID_ACTION)
+            return StepResult(INTERCODE_INVALID if cfg.observation == "intercode"
+                              else INVALID_ACTION)
         observation, rows = self._execute(cfg, m.group(1).strip())
         if cfg.observation == "intercode":
             return StepResult(intercode_observation(
@@ -439,6 +448,16 @@ class InterCodeSQL(BaseEnvironment):
                 query = query[:MAX_QUERY_IN_STATE] + "..."
             parts.append(f"Last successful query: {query} ({self._last_count} rows).")
         return " ".join(parts)
+
+    def prompt_template(self, kind: str) -> str:
+        """``prompts/<kind>.txt``; with ``prompts="paper"`` in the config, ``prompts/paper/
+        <kind>.txt`` for the kinds the set has (InterCode's ReAct template: ``executor``)."""
+        if self._config is not None:
+            text = prompt_set_text(f"adapt.envs.{self.name}", self._config.prompts, kind,
+                                   self.prompt_sets)
+            if text is not None:
+                return text
+        return super().prompt_template(kind)
 
     def is_failure(self, observation: str) -> bool:
         return observation.startswith(ERROR_PREFIX)

@@ -82,11 +82,15 @@ class TextCraft(BaseEnvironment):
     #: authors' code runs 39), the authors' code where the paper is silent (see
     #: docs/reproducing-the-papers.md)
     paper_profile: ClassVar[dict[str, dict[str, Any]]] = {
+        "run": {"d_max": 4},  # the paper's TextCraft depth (recipes up to depth 4)
         "executor": {"max_steps": 20, "patience": 8, "max_tokens": 150,
                      "self_assessment": "any_line"},
         "planner": {"max_tokens": 800, "stop": [], "propagate_context": False},
         "environment_config": {"prompts": "paper"},
-        "by_executor": {"stateact": {"max_tokens": 384}},  # a StateAct step is several lines
+        # the ReAct baseline: the paper's 60 iterations, whatever d_max;
+        # a StateAct step is several lines
+        "by_executor": {"react": {"run": {"react_steps": 60}},
+                        "stateact": {"max_tokens": 384}},
     }
 
     def __init__(self) -> None:

@@ -1,6 +1,7 @@
-"""The ALFWorld paper prompt set (profile paper): the hybrid executor (atomic demonstrations that
-check their input assumption first, then the heat and examine trajectories) and the planner with
-its six demonstrations. Every executor demonstration is produced by our environment: this module
+"""The ALFWorld paper prompt set (profile paper): the hybrid executor (the reference's command list
+and rules, atomic demonstrations that check their input assumption first, then the heat and
+examine trajectories, which end with think: Task completed!) and the planner with its six
+demonstrations and the reference's query (the room, then "Goal: <goal>."). Every executor demonstration is produced by our environment: this module
 regenerates them and checks that the prompt holds them verbatim."""
 
 from __future__ import annotations
@@ -61,14 +62,14 @@ TRAJECTORIES: list[tuple[dict[str, object], list[str]]] = [
         "think: I carry the egg 3. Next I heat it with the microwave 1.",
         "go to microwave 1", "heat egg 3 with microwave 1",
         "think: The egg 3 is hot. Now I put it on the diningtable 1.",
-        "go to diningtable 1", "move egg 3 to diningtable 1"]),
+        "go to diningtable 1", "move egg 3 to diningtable 1", "think: Task completed!"]),
     (BEDROOM, [
         "think: To do the task, I need to find and take a pen, then find a desklamp and use it. "
         "A pen is most likely in a drawer, on the dresser or on a shelf. I check drawer 1 first.",
         "go to drawer 1", "open drawer 1", "go to dresser 1", "take pen 1 from dresser 1",
         "think: I carry the pen 1. Next I look for a desklamp, most likely on a shelf, a desk or "
         "a sidetable.",
-        "go to shelf 1", "go to shelf 2", "use desklamp 1"]),
+        "go to shelf 1", "go to shelf 2", "use desklamp 1", "think: Task completed!"]),
 ]
 
 
@@ -140,7 +141,10 @@ def test_the_planner_has_six_demonstrations_that_parse() -> None:
     for demo in demos:
         plan = parse_plan(demo)
         assert plan.steps and plan.expression is not None, demo
-    assert text.endswith("\n$task\n$context\n")
+    # the query as the reference's: the room, then "Goal: <goal>."
+    assert text.endswith("Here is the goal.\n$room\nGoal: $goal.\n" + text.split(
+        "Goal: $goal.\n")[1])
+    assert sorted(string.Template(text).get_identifiers()) == ["context", "goal", "room"]
 
 
 def test_profile_paper_selects_the_paper_prompts() -> None:
@@ -153,3 +157,33 @@ def test_profile_paper_selects_the_paper_prompts() -> None:
     finally:
         env.close()
     assert ALFWorld.paper_profile["environment_config"]["prompts"] == "paper"
+
+
+def test_the_executor_states_the_references_commands_and_rules() -> None:
+    text = executor_prompt()
+    for command in ("go to {recep}", "take {obj} from {recep}", "put {obj} in/on {recep}",
+                    "use {lamp}", "heat {obj} with {microwave}", "cool {obj} with {fridge}",
+                    "clean {obj} with {sink}", "slice {obj} with {knife}"):
+        assert f"- {command}" in text, command
+    assert "Heat, cool and clean are shortcuts" in text
+    assert "Never take an object to be hot, cool or clean before you have checked it." in text
+    whole = text.split("These examples show whole tasks.")[1]
+    assert whole.count("> think: Task completed!\nOK.") == 2
+
+
+async def test_the_paper_planner_asks_goal_x_after_the_room() -> None:
+    from adapt.engine import MemorySink, RunConfig, run_task
+    from adapt.llm.testing import ScriptedModel
+
+    env = ALFWorld()
+    model = ScriptedModel(["think: I cannot. Task failed!", "Step 1: heat egg\n"
+                           "Execution Order: (Step 1)", "think: Task failed!"])
+    try:
+        await run_task(env, KITCHEN, RunConfig(profile="paper", d_max=2), model,
+                       sink=MemorySink())
+    finally:
+        env.close()
+    planner = next(r for r in model.requests if r.role == "planner").prompt or ""
+    query = planner.split("Here is the goal.\n")[1]
+    assert query.startswith(room(KITCHEN) + "\nGoal: heat some egg and put it in diningtable.\n")
+    assert "Your task is to:" not in query

@@ -87,7 +87,8 @@ def test_the_demonstrations_are_exact_for_our_environment() -> None:
 def test_paper_profile_gives_stateact_its_step_budget() -> None:
     config = RunConfig.model_validate({"profile": "paper", "executor": {"kind": "stateact"}})
     out, env_config = apply_profile(config, ALFWorld)
-    assert out.executor.max_steps == 50
+    assert out.executor.max_steps == 100  # the StateAct code's 100 model calls
+    assert out.react_steps == 100  # alone on the task (strategy react), whatever d_max
     assert env_config == {"rollback": True, "prompts": "paper"}
     react, _ = apply_profile(RunConfig(profile="paper"), ALFWorld)
     assert react.executor.max_steps == 20

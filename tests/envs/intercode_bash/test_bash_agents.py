@@ -155,9 +155,10 @@ async def test_reflexion_reflects_on_a_failed_bash_attempt(bash_env: InterCodeBa
 @pytest.mark.parametrize("profile", ["default", "paper"])
 async def test_stateflow_reaches_error_in_both_observation_formats(
         bash_env: InterCodeBash, profile: str) -> None:
-    """Error is reached on the command's failure, not on text only our format shows: under
-    profile paper the observation is InterCode's raw output, without ``[exit status N]`` (and a
-    grep that finds nothing prints nothing at all)."""
+    """Default: Error is reached on the command's failure (the exit status), not on text only our
+    format shows. Paper: as the reference (flow_bash.py), on an error phrase in InterCode's raw
+    output, so a grep that finds nothing (exit status 1, no output) goes to Verify, and ls's
+    "No such file or directory" to Error."""
     model = ScriptedModel([
         reply("Look for the C files.", "execute[grep -rl 'no such text' /testbed]"),
         reply("Nothing matched; count the C files instead.", "execute[ls /testbed/*.cc]"),
@@ -171,9 +172,10 @@ async def test_stateflow_reaches_error_in_both_observation_formats(
                             model, sink=sink)
     assert result.reward == 1.0 and model.remaining == 0
     steps = sink.steps[1]
-    assert states(steps) == ["Init", "Solve", "Error", "Error", "Verify"]
+    after_grep = "Verify" if profile == "paper" else "Error"
+    assert states(steps) == ["Init", "Solve", after_grep, "Error", "Verify"]
     assert [(s.extra or {}).get("transition") for s in steps] == [
-        "Solve", "Error", "Error", "Verify", "End"]
+        "Solve", after_grep, "Error", "Verify", "End"]
     grep, ls = steps[1].observation, steps[2].observation
     if profile == "paper":
         assert grep == "" and "[exit status" not in ls

@@ -24,7 +24,8 @@ def test_config_rejects_host_paths_and_unknown_fields() -> None:
                 {**TASK, "observation": "/etc/passwd"}):
         with pytest.raises(ValueError):
             InterCodeBashConfig.model_validate(bad)
-    assert set(InterCodeBashConfig.model_fields) == {"fs", "question", "gold", "observation"}
+    assert set(InterCodeBashConfig.model_fields) == {"fs", "question", "gold", "observation",
+                                                     "prompts"}
     assert InterCodeBashConfig.model_validate({**TASK, "gold": ["cd /", "ls"]}).gold_command \
         == "cd /;ls"
 
@@ -113,7 +114,8 @@ def test_intercode_observation_format(bash_env: InterCodeBash) -> None:
     assert bash_env.is_failure(obs)  # the exit status still counts, though not shown
     assert bash_env.step("execute[cd /testbed]").observation == ""
     assert bash_env.final_action == "submit"
-    assert InterCodeBash.paper_profile["environment_config"] == {"observation": "intercode"}
+    assert InterCodeBash.paper_profile["environment_config"] == {"observation": "intercode",
+                                                                 "prompts": "paper"}
 
 
 async def test_turn_limit_submits(bash_env: InterCodeBash) -> None:

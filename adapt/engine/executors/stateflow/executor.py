@@ -65,7 +65,8 @@ class StateFlowExecutor(EpisodeExecutor):
     def __init__(self, run: Run, *, max_steps: int | None = None,
                  machine: Machine | None = None) -> None:
         super().__init__(run, max_steps=max_steps)
-        self.machine = machine or machine_for_env(run.env)
+        #: the machine, with its changes for the run's profile (``profiles`` in the YAML)
+        self.machine = (machine or machine_for_env(run.env)).for_profile(run.config.profile)
 
     def step_budget(self, options: ExecuteOptions) -> int:
         """The turn limit (state visits): ``max_steps`` when set, else the machine's."""
@@ -76,7 +77,8 @@ class StateFlowExecutor(EpisodeExecutor):
     def _vars(self, task: str, context: str, history: list[str], state: str,
               last: dict[str, str]) -> dict[str, str]:
         values = {"task": task, "context": context, "trajectory": "".join(history),
-                  "state": state, "actions": self.run.env.action_grammar, **last}
+                  "state": state, "actions": self.run.env.action_grammar,
+                  "examples": self.machine.examples_for(task), **last}
         values["header"] = Template(self.machine.header).safe_substitute(values)
         return values
 

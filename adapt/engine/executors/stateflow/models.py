@@ -17,6 +17,11 @@ A machine is data (see ``machines/*.yaml``)::
       model: "$output\\n"          #   after a model call
       action: "Action: $action\\n" #   after a fixed action (one the model did not write)
       observation: "Observation: $observation\\n"
+    profiles:                      # optional: a run profile's changes (deep-merged over
+      paper:                       #   the machine: mappings key by key, anything else
+        states:                    #   replaced; the merged machine is validated too)
+          Observe:
+            transitions: [{to: Solve}]
     states:
       Solve:
         instruction: ...           # the prompt template of the state's model calls
@@ -40,10 +45,14 @@ or at ``task`` (the task observation, e.g. to route by ALFWorld's task type);
 operators ``contains``, ``startswith``, ``equals`` or ``regex`` (exactly one), with
 ``ignore_case`` (default true) and ``negate``.
 
+``examples`` (a list of ``{when: <rules on the task>, text: ...}``) gives ``$examples``: the text
+of the first entry whose rules match the task, e.g. plan examples of the task's type.
+
 Templates are ``string.Template`` texts. Variables: ``$task`` (the task observation),
 ``$context`` (the propagated salient state, or ""), ``$trajectory`` (the context history so
 far), ``$header``, ``$state`` (the current state), ``$action``, ``$observation``, ``$output``
-(the latest ones, or ""), ``$actions`` (the environment's action grammar); ``$question`` in
+(the latest ones, or ""), ``$actions`` (the environment's action grammar), ``$examples``;
+``$question`` in
 ``check_prompt``. History templates see ``$output``, ``$action``, ``$observation``, ``$state``.
 """
 
@@ -55,7 +64,15 @@ from collections.abc import Mapping
 from string import Template
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    PrivateAttr,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
 Source = Literal["output", "action", "observation", "failed", "task"]
 OutputKind = Literal["model", "act", "prompt"]
@@ -64,7 +81,7 @@ FinalKind = Literal["success", "failure"]
 #: variables of instruction, header, fixed action, prompt and question templates
 VARIABLES = frozenset(
     {"task", "context", "trajectory", "header", "state", "action", "observation", "output",
-     "actions"}
+     "actions", "examples"}
 )
 CHECK_VARIABLES = VARIABLES | {"question"}
 HISTORY_VARIABLES = frozenset({"output", "action", "observation", "state"})
@@ -74,6 +91,18 @@ DEFAULT_CHECK_PROMPT = (
     "$header\n\n$task\n$context\n$trajectory\n"
     "Question: $question\nAnswer with yes or no.\nAnswer:"
 )
+
+
+def deep_merge(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    """``overlay`` over ``base``: mappings merged key by key, any other value replaced."""
+    out = dict(base)
+    for key, value in overlay.items():
+        old = out.get(key)
+        if isinstance(old, Mapping) and isinstance(value, Mapping):
+            out[key] = deep_merge(old, value)
+        else:
+            out[key] = value
+    return out
 
 
 def check_template(text: str, allowed: frozenset[str], where: str) -> None:
@@ -144,6 +173,31 @@ class Rule(BaseModel):
             else:
                 hit = left == norm(self.equals or "").strip()
         return hit != self.negate
+
+
+class Examples(BaseModel):
+    """A text for ``$examples`` and when it applies (rules on the task: ``source: task``)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    when: list[Rule] = Field(default_factory=list)
+    text: str
+
+    @field_validator("when", mode="before")
+    @classmethod
+    def _one_or_many(cls, value: Any) -> Any:
+        return [value] if isinstance(value, dict) else value
+
+    @field_validator("when")
+    @classmethod
+    def _on_the_task(cls, value: list[Rule]) -> list[Rule]:
+        if any(rule.source != "task" for rule in value):
+            raise ValueError("examples are chosen before the run starts: their rules can only "
+                             "read the task (source: task)")
+        return value
+
+    def applies(self, task: str) -> bool:
+        return all(rule.matches({"task": task}) for rule in self.when)
 
 
 class Output(BaseModel):
@@ -269,7 +323,13 @@ class Machine(BaseModel):
     max_tokens: int | None = Field(default=None, ge=1, le=8192)
     check_prompt: str = DEFAULT_CHECK_PROMPT
     history: History = Field(default_factory=History)
+    #: texts for ``$examples``: the first whose rules match the task (none: "")
+    examples: list[Examples] = Field(default_factory=list)
     states: dict[str, State] = Field(min_length=1)
+    #: a run profile's changes to the machine (``paper``: the reference's rules where the
+    #: project's machine differs), deep-merged over it by :meth:`for_profile`
+    profiles: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    _variants: dict[str, Machine] = PrivateAttr(default_factory=dict)
 
     @field_validator("header")
     @classmethod
@@ -328,6 +388,33 @@ class Machine(BaseModel):
         if problems:
             raise ValueError("; ".join(problems))
         return self
+
+    @model_validator(mode="after")
+    def _profile_variants(self) -> Machine:
+        for name in self.profiles:
+            try:
+                self.for_profile(name)
+            except ValidationError as exc:
+                problems = "; ".join(
+                    f"{'.'.join(str(x) for x in e['loc']) or 'machine'}: "
+                    f"{str(e['msg']).removeprefix('Value error, ')}" for e in exc.errors())
+                raise ValueError(f"profiles.{name}: {problems}") from None
+        return self
+
+    def for_profile(self, profile: str) -> Machine:
+        """The machine a run under ``profile`` uses: ``profiles[profile]`` deep-merged over
+        this one (itself when the profile changes nothing)."""
+        overlay = self.profiles.get(profile)
+        if not overlay:
+            return self
+        if profile not in self._variants:
+            base = self.model_dump(exclude={"profiles"}, exclude_unset=True)
+            self._variants[profile] = Machine.model_validate(deep_merge(base, overlay))
+        return self._variants[profile]
+
+    def examples_for(self, task: str) -> str:
+        """``$examples`` for a task: the text of the first ``examples`` entry that applies."""
+        return next((e.text for e in self.examples if e.applies(task)), "")
 
     def reachable(self) -> set[str]:
         """The states reachable from the initial state."""
