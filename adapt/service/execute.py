@@ -24,7 +24,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from adapt.engine import RunConfig, run_task
 from adapt.engine.events import FanoutSink, TreeSink
 from adapt.envs import registry
-from adapt.errors import Draining, LeaseLost, ProviderUnavailable, TaskGone, UserError
+from adapt.errors import Draining, ProviderUnavailable, UserError
 from adapt.llm import ClientPool, Pricing
 from adapt.llm.base import ChatModel, ChatRequest, ChatResponse, Usage, WrapperModel
 from adapt.llm.recording import (
@@ -36,6 +36,7 @@ from adapt.llm.recording import (
 )
 from adapt.llm.retry import RetryBudget, RetryingModel
 from adapt.model_factory import ModelFactory
+from adapt.service.errors import LeaseLost, TaskGone
 from adapt.service.faults import is_database_error, public_error
 from adapt.service.webhooks import WebhookSender, WebhookSink
 from adapt.settings import Settings

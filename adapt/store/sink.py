@@ -42,7 +42,7 @@ from adapt.engine.events import (
     StepAppended,
     TaskFinished,
 )
-from adapt.errors import LeaseLost
+from adapt.service.errors import LeaseLost
 from adapt.store.batch import Batch, write_postgres
 from adapt.store.batch_sqlite import write_sqlite
 from adapt.store.event_log import compact

@@ -7,12 +7,8 @@ from typing import Any
 
 from fastapi import APIRouter, Response
 
-from adapt.service.submit import SubmissionInvalid, check_webhook
-from adapt.store import queries
-from adapt.store import webhooks as store
-from adapt.store.models import WebhookEndpoint
-from api.deps import SessionDep, SettingsDep, TenantDep
-from api.problems import invalid_field, not_found
+from adapt.service.facade import Delivery, Webhook
+from api.deps import TaskServiceDep
 from api.schemas import (
     Problem,
     WebhookDeliveryList,
@@ -31,10 +27,10 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
 }
 
 
-def _public(row: WebhookEndpoint, *, with_secret: bool = False) -> WebhookEndpointPublic:
-    return WebhookEndpointPublic(id=row.id, url=row.url, events=list(row.events),
-                                 description=row.description, created_at=row.created_at,
-                                 secret=row.secret if with_secret else None)
+def _public(webhook: Webhook) -> WebhookEndpointPublic:
+    return WebhookEndpointPublic(id=webhook.id, url=webhook.url, events=webhook.events,
+                                 description=webhook.description,
+                                 created_at=webhook.created_at, secret=webhook.secret)
 
 
 @router.post("/webhooks", status_code=201, response_model=WebhookEndpointPublic,
@@ -43,53 +39,40 @@ def _public(row: WebhookEndpoint, *, with_secret: bool = False) -> WebhookEndpoi
              "here, signed the Standard Webhooks way. The reply holds the signing secret; it is "
              "not shown again.", responses=PROBLEMS)
 async def create_endpoint(body: WebhookEndpointCreate, response: Response,
-                          session: SessionDep, tenant: TenantDep,
-                          settings: SettingsDep) -> WebhookEndpointPublic:
-    try:
-        check_webhook("", body.url, body.events, settings)
-    except SubmissionInvalid as exc:
-        raise invalid_field(exc.field.lstrip("."), exc.message) from None
-    row = store.new_endpoint(tenant, body.url, body.events, description=body.description)
-    session.add(row)
-    await session.commit()
-    response.headers["Location"] = f"/webhooks/{row.id}"
-    return _public(row, with_secret=True)
+                          service: TaskServiceDep) -> WebhookEndpointPublic:
+    webhook = await service.add_webhook(body.url, body.events, body.description)
+    response.headers["Location"] = f"/webhooks/{webhook.id}"
+    return _public(webhook)
 
 
 @router.get("/webhooks", response_model=WebhookEndpointList,
             summary="List this tenant's webhook endpoints (without secrets)",
             responses=PROBLEMS)
-async def list_endpoints(session: SessionDep, tenant: TenantDep) -> WebhookEndpointList:
-    return WebhookEndpointList(items=[_public(r) for r in
-                                      await store.list_endpoints(session, tenant)])
+async def list_endpoints(service: TaskServiceDep) -> WebhookEndpointList:
+    return WebhookEndpointList(items=[_public(w) for w in await service.webhooks()])
 
 
 @router.delete("/webhooks/{endpoint_id}", status_code=204, response_class=Response,
                summary="Delete a webhook endpoint (its pending deliveries are dropped)",
                responses=PROBLEMS)
-async def delete_endpoint(endpoint_id: str, session: SessionDep, tenant: TenantDep) -> Response:
-    row = await store.get_endpoint(session, tenant, endpoint_id)
-    if row is None:
-        raise not_found("webhook endpoint", endpoint_id)
-    await store.disable_endpoint(session, row)
+async def delete_endpoint(endpoint_id: str, service: TaskServiceDep) -> Response:
+    await service.delete_webhook(endpoint_id)
     return Response(status_code=204)
 
 
 @router.get("/tasks/{task_id}/deliveries", response_model=WebhookDeliveryList,
             summary="The webhook delivery log of a task", responses=PROBLEMS)
-async def task_deliveries(task_id: str, session: SessionDep,
-                          tenant: TenantDep) -> WebhookDeliveryList:
-    task = await queries.get_task(session, tenant, task_id)
-    if task is None:
-        raise not_found("task", task_id)
-    rows = await store.for_task(session, task_id)
-    urls = {e.id: e.url for e in await store.endpoints_by_id(session, {r.endpoint_id
-                                                                        for r in rows})}
-    return WebhookDeliveryList(items=[WebhookDeliveryPublic(
-        id=r.id, endpoint_id=r.endpoint_id, url=urls.get(r.endpoint_id, ""),
+async def task_deliveries(task_id: str, service: TaskServiceDep) -> WebhookDeliveryList:
+    return WebhookDeliveryList(items=[_delivery(d) for d in await service.deliveries(task_id)])
+
+
+def _delivery(delivery: Delivery) -> WebhookDeliveryPublic:
+    r = delivery.row
+    return WebhookDeliveryPublic(
+        id=r.id, endpoint_id=r.endpoint_id, url=delivery.url,
         event_type=r.event_type, payload=r.payload, status=r.status,
         attempts=r.attempts,
         next_attempt_at=r.next_attempt_at if r.status == "pending" else None,
         last_status_code=r.last_status_code, last_error=r.last_error,
         log=r.log or [],
-        created_at=r.created_at, delivered_at=r.delivered_at) for r in rows])
+        created_at=r.created_at, delivered_at=r.delivered_at)

@@ -12,8 +12,8 @@ from sqlalchemy import update
 
 from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.envs.textcraft import TextCraft
-from adapt.errors import LeaseLost
 from adapt.llm.base import ChatModel, ChatRequest, ChatResponse
+from adapt.service.errors import LeaseLost
 from adapt.service.execute import ServiceContext, claim, execute_task
 from adapt.settings import Settings
 from adapt.sim import from_spec
