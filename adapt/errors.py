@@ -11,6 +11,9 @@
 - ``ProviderError``: the LLM provider failed after retries.
 - ``TaskInterrupted``: the attempt stops, but nothing about the task is final (the provider is
   unreachable for now, the worker is shutting down); the service resumes it later by replay.
+
+The service's own errors (a submission refused, a lease lost) are not library errors: they are
+in :mod:`adapt.service.errors`, with the HTTP status the API answers them with.
 """
 
 from __future__ import annotations
@@ -94,35 +97,6 @@ class PathNotAllowed(UserError):
         super().__init__(message)
 
 
-class SubmissionInvalid(UserError):
-    """One field of a submission is invalid; ``field`` is its dotted path in the request."""
-
-    def __init__(self, field: str, message: str) -> None:
-        self.field = field
-        self.message = message
-        super().__init__(f"{field}: {message}")
-
-
-class IdempotencyConflict(UserError):
-    """The idempotency key was already used for a different request."""
-
-    def __init__(self, key: str, task_id: str) -> None:
-        self.key = key
-        self.task_id = task_id
-        super().__init__(
-            f"Idempotency-Key {key!r} was already used for a different request (task "
-            f"{task_id}); reuse a key only to retry the identical request, or send a new key"
-        )
-
-
-class RateLimited(UserError):
-    """The tenant has too many active tasks or submitted too many in the last minute."""
-
-    def __init__(self, message: str, retry_after: int) -> None:
-        self.retry_after = retry_after
-        super().__init__(message)
-
-
 class InvalidCursor(UserError):
     """A pagination cursor that this server did not hand out."""
 
@@ -174,18 +148,3 @@ class Draining(TaskInterrupted):
 
 class ReplayDivergence(AdaptError):
     """A replayed run asked for something the recording does not hold."""
-
-
-# -- service errors ----------------------------------------------------------------------------
-
-
-class LeaseLost(AdaptError):
-    """Another attempt owns the task now; this attempt's writes are refused."""
-
-
-class NotResumable(AdaptError):
-    """The task finished for good; the message says why."""
-
-
-class TaskGone(AdaptError, LookupError):
-    """The task row does not exist (or the condition on it failed)."""

@@ -1,5 +1,6 @@
 """Dependencies as ``Annotated`` aliases: ``SessionDep``, ``SettingsDep``, ``DispatcherDep``,
-``SessionsDep`` and ``TenantDep`` (API-key authentication)."""
+``SessionsDep``, ``TenantDep`` (API-key authentication) and ``TaskServiceDep`` (the service
+facade the task and webhook routes call)."""
 
 from __future__ import annotations
 
@@ -16,9 +17,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.service import auth
 from adapt.service.dispatch import Dispatcher
+from adapt.service.errors import InvalidField
+from adapt.service.facade import TaskService
 from adapt.settings import Settings
 from adapt.store.text import UNSTORABLE_MESSAGE, find_unstorable
-from api.problems import ProblemError, invalid_field
+from api.problems import ProblemError
 
 log = logging.getLogger(__name__)
 
@@ -127,6 +130,14 @@ async def get_tenant(
 TenantDep = Annotated[str, Depends(get_tenant)]
 
 
+def get_task_service(session: SessionDep, tenant: TenantDep, settings: SettingsDep,
+                     dispatcher: DispatcherDep) -> TaskService:
+    return TaskService(session, settings, tenant, dispatcher)
+
+
+TaskServiceDep = Annotated[TaskService, Depends(get_task_service)]
+
+
 async def check_metrics_access(request: Request, session: SessionDep) -> None:
     """``/metrics`` aggregates every tenant: it needs ``ADAPT_METRICS_TOKEN`` as a bearer token;
     without that setting it answers only while the API runs open."""
@@ -160,4 +171,4 @@ async def check_text_inputs(request: Request) -> None:
         for name, value in pairs:
             if find_unstorable(str(name), "") is not None or find_unstorable(value, "") \
                     is not None:
-                raise invalid_field(str(name), UNSTORABLE_MESSAGE, location=location)
+                raise InvalidField(str(name), UNSTORABLE_MESSAGE, location=location)

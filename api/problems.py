@@ -1,8 +1,9 @@
 """Errors as RFC 9457 problem details (``application/problem+json``).
 
-Routes raise :class:`ProblemError` (or one of the helpers); request validation errors, HTTP
-errors of the framework (unknown route, wrong method) and library ``UserError`` s are turned
-into problem details here. Unexpected exceptions are logged and answered with a 500 problem
+Routes raise :class:`ProblemError` for what only the API checks (authentication); the
+service's client errors (``adapt.service.errors.ClientError``: each carries its status and
+problem type), request validation errors, HTTP errors of the framework (unknown route, wrong
+method) and library ``UserError`` s are turned into problem details here. Unexpected exceptions are logged and answered with a 500 problem
 without a stack trace (see ``api.middleware.CatchAllMiddleware``).
 """
 
@@ -20,6 +21,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 
 from adapt.errors import UserError
+from adapt.service.errors import ClientError
 
 log = logging.getLogger(__name__)
 
@@ -87,18 +89,6 @@ def problem_response(
                         headers=dict(headers or {}), media_type=PROBLEM_JSON)
 
 
-def not_found(what: str, ident: object) -> ProblemError:
-    return ProblemError(404, f"{what} {ident!s} not found (or it belongs to another tenant); "
-                        "check the id", slug="not-found")
-
-
-def invalid_field(field: str, message: str, *, location: str = "body") -> ProblemError:
-    return ProblemError(
-        422, f"{field}: {message}", slug="validation-error", title="Invalid request",
-        errors=[{"location": location, "field": field, "message": message}],
-    )
-
-
 # -- validation errors ------------------------------------------------------------------------
 def _field_name(loc: Sequence[Any]) -> tuple[str, str]:
     location = str(loc[0]) if loc else "body"
@@ -160,6 +150,14 @@ async def _problem_handler(request: Request, exc: Exception) -> JSONResponse:
                             instance=request.url.path)
 
 
+async def _client_error_handler(request: Request, exc: Exception) -> JSONResponse:
+    if not isinstance(exc, ClientError):  # registered for that class only
+        raise exc
+    return problem_response(exc.status, exc.detail, slug=exc.problem_type, title=exc.title,
+                            errors=exc.field_errors(), headers=exc.headers(), extra=exc.extra(),
+                            instance=request.url.path)
+
+
 async def _validation_handler(request: Request, exc: Exception) -> JSONResponse:
     if not isinstance(exc, RequestValidationError):  # registered for that class only
         raise exc
@@ -205,6 +203,7 @@ async def _user_error_handler(request: Request, exc: Exception) -> JSONResponse:
 
 def install(app: FastAPI) -> None:
     app.add_exception_handler(ProblemError, _problem_handler)
+    app.add_exception_handler(ClientError, _client_error_handler)
     app.add_exception_handler(RequestValidationError, _validation_handler)
     app.add_exception_handler(StarletteHTTPException, _http_handler)
     app.add_exception_handler(UserError, _user_error_handler)

@@ -9,6 +9,11 @@ benchmarks that drive a worker or the API have their commands next to what they 
 
 Every import statement counts (at module level or inside a function), and so does Python code
 held in a string (a script a module runs in a subprocess).
+
+Inside the service's processes, the API's routes call the service (``adapt.service``: the
+facade, its errors, its reports) and never reach past it into the store or the engine. Below
+the service, the store raises the service's lease errors, so it imports
+``adapt.service.errors`` (a leaf module) and nothing else of the service.
 """
 
 from __future__ import annotations
@@ -62,6 +67,33 @@ def violations() -> list[str]:
     if used != ALLOWED:  # the exception is stated exactly: no stale entries
         bad.append(f"the exception changed: {used} != {ALLOWED}")
     return bad
+
+
+def reaching_past(folder: str, forbidden: tuple[str, ...],
+                  allowed: frozenset[str] = frozenset()) -> list[str]:
+    """Imports in ``folder`` of a module under one of ``forbidden`` (except ``allowed``)."""
+    bad: list[str] = []
+    for path in sorted((ROOT / folder).rglob("*.py")):
+        rel = path.relative_to(ROOT).as_posix()
+        for module, line, _ in _imports(ast.parse(path.read_text(encoding="utf-8"))):
+            if module in allowed:
+                continue
+            if any(module == f or module.startswith(f + ".") for f in forbidden):
+                bad.append(f"{rel}:{line}: imports {module}")
+    return bad
+
+
+def test_routes_call_the_service_not_the_store_or_the_engine() -> None:
+    assert reaching_past("api/routes", ("adapt.store", "adapt.engine")) == []
+
+
+def test_the_store_raises_the_service_errors_and_imports_nothing_else_of_it() -> None:
+    from adapt.service import errors
+    from adapt.store import sink, tasks
+
+    assert sink.LeaseLost is errors.LeaseLost and tasks.TaskGone is errors.TaskGone
+    assert reaching_past("adapt/store", ("adapt.service",),
+                         frozenset({"adapt.service.errors"})) == []
 
 
 def test_the_library_does_not_import_the_service_processes() -> None:

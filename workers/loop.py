@@ -1,9 +1,11 @@
-"""One long-lived event loop per worker process, shared by every task the process runs.
+"""One long-lived event loop per worker process, shared by every task the process runs: the
+Celery driver of the worker host (:mod:`adapt.service.host`).
 
-Celery's ``threads`` pool runs each task in a thread; the thread hands ``execute_task`` to this
-process's loop (:func:`submit`) and waits for the result. So hundreds of tasks share one event
-loop, one database engine and one HTTP connection pool (:class:`ServiceContext`), instead of
-one ``asyncio.run`` (and fresh connections) per task.
+Celery's ``threads`` pool runs each task in a thread; the thread hands the task id to the
+host on this process's loop (:meth:`WorkerRuntime.run`) and waits for the result. So hundreds
+of tasks share one event loop, one database engine and one HTTP connection pool
+(:class:`~adapt.service.context.ServiceContext`), instead of one ``asyncio.run`` (and fresh
+connections) per task.
 
 The runtime is created per process, after any fork: :func:`get_runtime` recreates it when the
 pid changed (threads and event loops do not survive ``fork``).
@@ -19,12 +21,12 @@ import threading
 from collections.abc import Callable, Coroutine
 from typing import Any, TypeVar
 
-from adapt.service.execute import ServiceContext, drain, execute_task
+from adapt.service.context import ServiceContext
 from adapt.service.gc_tuning import tune_gc
-from adapt.service.sweeper import release_leases
+from adapt.service.host import WorkerHost
+from adapt.service.sweeper import DispatchFn, QueuedCheck
 from adapt.service.warmup import preload
 from adapt.settings import Settings
-from workers.sweeper import DispatchFn, QueuedCheck, queued_grace, sweep_forever
 
 log = logging.getLogger(__name__)
 
@@ -93,8 +95,8 @@ class LoopThread:
 
 
 class WorkerRuntime:
-    """A process's loop thread, its :class:`ServiceContext`, the sweeper and the tasks in
-    flight. ``redispatch`` sends a task id back to the broker (used by the sweeper and on
+    """A process's loop thread and its worker host (context, heartbeat, sweeper, tasks in
+    flight). ``redispatch`` sends a task id back to the broker (used by the sweeper and on
     shutdown); without it the sweeper does not run."""
 
     def __init__(
@@ -103,26 +105,15 @@ class WorkerRuntime:
     ) -> None:
         self.settings = settings
         self.pid = os.getpid()
-        self._redispatch = redispatch
-        self._include_queued = include_queued
+        self.host = WorkerHost(settings, dispatch=redispatch, include_queued=include_queued)
         self._thread = LoopThread(f"adapt-loop-{self.pid}")
-        self._inflight: dict[asyncio.Task[Any], str] = {}
-        self._closing = False
         self._interrupted: concurrent.futures.Future[list[str]] | None = None
         self._lock = threading.RLock()  # interrupt() may re-enter from a signal handler
-        self._sweeper: asyncio.Task[None] | None = None
-        self.ctx: ServiceContext = self._thread.submit(self._setup).result(SHUTDOWN_TIMEOUT)
+        self.ctx: ServiceContext = self._thread.submit(self._start).result(SHUTDOWN_TIMEOUT)
         log.info("worker runtime %s started (pid %d)", self.ctx.worker_id, self.pid)
 
-    async def _setup(self) -> ServiceContext:
-        ctx = ServiceContext.create(self.settings)
-        ctx.ensure_heartbeat()  # the process is a live worker from now on (see /readyz)
-        if self._redispatch is not None:
-            self._sweeper = asyncio.create_task(sweep_forever(
-                ctx.sessions, self._redispatch, interval=self.settings.sweep_seconds,
-                grace=queued_grace(self.settings), include_queued=self._include_queued),
-                name="adapt-sweeper")
-        return ctx
+    async def _start(self) -> ServiceContext:
+        return self.host.start()
 
     @property
     def loop(self) -> asyncio.AbstractEventLoop:
@@ -133,76 +124,40 @@ class WorkerRuntime:
     ) -> concurrent.futures.Future[T]:
         return self._thread.submit(coro_factory)
 
-    # -- tasks ----------------------------------------------------------------------------
     def run(self, task_id: str) -> str | None:
         """Run ``task_id`` on the loop and wait (from a pool thread). Returns its final status,
         or None when it was not claimable or was interrupted by a shutdown."""
-        future = self.submit(lambda: self._execute(task_id))
+        future = self.submit(lambda: self.host.run(task_id))
         try:
             return future.result()
         except concurrent.futures.CancelledError:
             log.info("task %s: interrupted by shutdown; it resumes on another worker", task_id)
             return None
 
-    async def _execute(self, task_id: str) -> str | None:
-        if self._closing:  # arrived during shutdown: leave it to another worker
-            if self._redispatch is not None:
-                await self._redispatch(task_id)
-            return None
-        me = asyncio.current_task()
-        if me is None:
-            raise RuntimeError("run() must be awaited inside an asyncio task")
-        self._inflight[me] = task_id
-        try:
-            return await execute_task(self.ctx, task_id)
-        finally:
-            self._inflight.pop(me, None)
-
     @property
     def inflight(self) -> list[str]:
-        return list(self._inflight.values())
+        return self.host.running
 
-    # -- shutdown -------------------------------------------------------------------------
     def interrupt(self) -> concurrent.futures.Future[list[str]] | None:
-        """Stop every task in flight (LLM calls in flight get ``drain_seconds`` to be answered
-        and recorded; no new call starts), hand their leases back and re-dispatch them so
-        another worker resumes them at once. Non-blocking (safe in a signal handler)."""
+        """Stop every task in flight and hand it back to the queue (:meth:`WorkerHost.stop`).
+        Non-blocking (safe in a signal handler)."""
         with self._lock:
             if self._interrupted is None and self._thread.alive:
-                self._closing = True
+                self.host.closing = True  # a message that arrives from now on goes back
                 try:
-                    self._interrupted = self.submit(self._interrupt)
+                    self._interrupted = self.submit(self.host.stop)
                 except RuntimeError:  # loop already closed
                     return None
             return self._interrupted
 
-    async def _interrupt(self) -> list[str]:
-        if self._sweeper is not None:
-            self._sweeper.cancel()
-        tasks = dict(self._inflight)
-        await drain(self.ctx, list(tasks), self.settings.drain_seconds)
-        if not tasks:
-            return []
-        log.info("interrupted %d task(s) for shutdown", len(tasks))
-        released = await release_leases(self.ctx.sessions, self.ctx.worker_id,
-                                        set(tasks.values()))
-        if self._redispatch is not None:
-            for task_id in released:
-                try:
-                    await asyncio.wait_for(self._redispatch(task_id), 5)
-                except Exception:  # a sweeper picks it up
-                    log.warning("could not re-dispatch task %s", task_id, exc_info=True)
-            log.info("handed %d task(s) back to the queue", len(released))
-        return released
-
     def close(self, timeout: float = SHUTDOWN_TIMEOUT) -> None:
-        """Interrupt what still runs, close the context on the loop, stop the loop."""
+        """Interrupt what still runs, close the host on the loop, stop the loop."""
         interrupted = self.interrupt()
         try:
             if interrupted is not None:
                 interrupted.result(timeout)
             if self._thread.alive:
-                self.submit(self.ctx.aclose).result(timeout)
+                self.submit(self.host.aclose).result(timeout)
         except Exception:
             log.warning("worker runtime did not shut down cleanly", exc_info=True)
         finally:

@@ -27,7 +27,6 @@ from adapt.errors import (
     AdaptError,
     BudgetError,
     CancelledByUser,
-    LeaseLost,
     TaskInterrupted,
     UserError,
 )
@@ -98,8 +97,8 @@ async def run_task(
     except CancelledByUser as exc:
         status, error = "cancelled", str(exc)
         await _close_unfinished(run, "cancelled", str(exc))
-    except (UserError, LeaseLost, TaskInterrupted):
-        raise
+    except (UserError, TaskInterrupted):
+        raise  # (and what is not a library error, e.g. a sink's lost lease, passes through)
     except AdaptError as exc:
         log.warning("task ended with an error: %s", exc)
         status, error = "error", f"{type(exc).__name__}: {exc}"

@@ -15,7 +15,7 @@ import logging
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapt.engine.tree import FINAL_STATUSES
-from adapt.errors import NotResumable as NotResumable
+from adapt.service.errors import NotResumable
 from adapt.store import tasks as task_rows
 from adapt.store.models import Task
 

@@ -29,11 +29,9 @@ from adapt.engine.config import RunConfig
 from adapt.engine.profiles import apply_profile
 from adapt.engine.strategies import available_strategies
 from adapt.envs import registry
-from adapt.errors import IdempotencyConflict as IdempotencyConflict
 from adapt.errors import InvalidConfig, UnknownEnvironment, UserError
-from adapt.errors import RateLimited as RateLimited
-from adapt.errors import SubmissionInvalid as SubmissionInvalid
 from adapt.model_factory import ModelChoice, ModelFactory
+from adapt.service.errors import IdempotencyConflict, RateLimited, SubmissionInvalid
 from adapt.service.paths import PathNotAllowed, check_server_paths
 from adapt.settings import Settings
 from adapt.store import tasks as task_rows
@@ -252,14 +250,16 @@ async def submit_task(
 
 def check_webhook(field: str, url: str, events: Any, settings: Settings) -> None:
     """A webhook's URL against the outbound-address policy and its event names; raises
-    ``SubmissionInvalid`` naming ``field``."""
+    ``SubmissionInvalid`` naming ``field`` (the request's webhook object; "": the request
+    is the webhook)."""
+    prefix = f"{field}." if field else ""
     try:
         webhook_policy(settings.webhook_allowed_networks).check_url(url)
     except OutboundRefused as exc:
-        raise SubmissionInvalid(f"{field}.url", str(exc)) from None
+        raise SubmissionInvalid(f"{prefix}url", str(exc)) from None
     unknown = [e for e in events if e not in WEBHOOK_EVENTS]
     if unknown or not events:
-        raise SubmissionInvalid(f"{field}.events", (
+        raise SubmissionInvalid(f"{prefix}events", (
             f"unknown event(s) {', '.join(map(repr, unknown))}; " if unknown else "empty; ")
             + f"events are {', '.join(WEBHOOK_EVENTS)}")
 

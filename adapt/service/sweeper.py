@@ -1,5 +1,6 @@
-"""The sweeper's rules: which tasks need (re-)dispatching, and handing leases back (the
-statements are in ``adapt.store.tasks``).
+"""The sweeper: which tasks need (re-)dispatching, the loop that dispatches them every
+``ADAPT_SWEEP_SECONDS`` (started by the worker host, :mod:`adapt.service.host`), and handing
+leases back (the statements are in ``adapt.store.tasks``).
 
 A task needs dispatching when nobody is working on it although it is not finished:
 
@@ -16,18 +17,27 @@ re-dispatch is itself waiting in a backlog is dispatched again only after anothe
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import os
 import socket
-from collections.abc import Collection
+from collections.abc import Awaitable, Callable, Collection
 from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from adapt.settings import Settings
 from adapt.store import tasks as task_rows
+from adapt.store.models import utcnow
 from adapt.store.tasks import SWEEP_LIMIT
 
 log = logging.getLogger(__name__)
+
+DispatchFn = Callable[[str], Awaitable[None]]
+#: whether stale queued tasks should be re-dispatched now (False while the broker still holds
+#: a backlog: those tasks are most likely waiting in it, and re-sending them would pile up
+#: duplicates every sweep)
+QueuedCheck = Callable[[], Awaitable[bool]]
 
 
 async def due_for_dispatch(
@@ -47,6 +57,47 @@ async def due_for_dispatch(
     if ids:
         log.info("sweeper: %d task(s) due for dispatch", len(ids))
     return ids
+
+
+def queued_grace(settings: Settings) -> float:
+    """How long a queued task may wait untouched before its dispatch counts as lost."""
+    return 2 * settings.sweep_seconds
+
+
+async def sweep_once(
+    sessions: async_sessionmaker[AsyncSession], dispatch: DispatchFn, *, grace: float,
+    include_queued: QueuedCheck | None = None,
+) -> list[str]:
+    """Dispatch every task due now; returns their ids."""
+    queued = True if include_queued is None else await include_queued()
+    ids = await due_for_dispatch(sessions, utcnow(), queued_grace=grace, queued=queued)
+    for task_id in ids:
+        try:
+            await dispatch(task_id)
+        except Exception:  # the next sweep after ``grace`` tries again
+            log.warning("sweeper: dispatching task %s failed", task_id, exc_info=True)
+    return ids
+
+
+async def sweep_forever(
+    sessions: async_sessionmaker[AsyncSession],
+    dispatch: DispatchFn,
+    *,
+    interval: float,
+    grace: float,
+    first_grace: float | None = None,
+    include_queued: QueuedCheck | None = None,
+) -> None:
+    """Sweep now (with ``first_grace`` if given), then every ``interval`` seconds, until
+    cancelled. Database and broker errors are logged and retried on the next round."""
+    current = grace if first_grace is None else first_grace
+    while True:
+        try:
+            await sweep_once(sessions, dispatch, grace=current, include_queued=include_queued)
+        except Exception:
+            log.warning("sweeper: sweep failed; retrying in %.3gs", interval, exc_info=True)
+        current = grace
+        await asyncio.sleep(interval)
 
 
 async def release_leases(

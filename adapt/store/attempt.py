@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from adapt.errors import LeaseLost
+from adapt.service.errors import LeaseLost
 
 
 @dataclass

@@ -29,7 +29,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine.events import EventType, FinishedData, ResumedData
 from adapt.engine.tree import FINAL_STATUSES
-from adapt.errors import TaskGone as TaskGone
+from adapt.service.errors import TaskGone as TaskGone
 from adapt.store.models import EventRow, LLMCallRow, NodeRow, Task, utcnow
 from adapt.store.responses import full_response
 from adapt.store.text import storable

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 from fastapi import APIRouter
 
-from adapt.engine.executors.registry import available_executors
-from adapt.engine.profiles import PROFILES
-from adapt.engine.strategies import available_strategies
-from adapt.envs import registry
+from adapt.service.operations import catalog
 from api.deps import TenantDep
 from api.routes.tasks import PROBLEMS
 from api.schemas import EnvironmentList, EnvironmentPublic
@@ -25,9 +22,9 @@ router = APIRouter(prefix="/environments", tags=["environments"])
     responses={401: PROBLEMS[401]},
 )
 async def list_environments(_tenant: TenantDep) -> EnvironmentList:
+    found = catalog()
     return EnvironmentList(
-        items=[EnvironmentPublic.model_validate(info.model_dump()) for info in registry.describe()],
-        strategies=available_strategies(),
-        executors=available_executors(),
-        profiles=list(PROFILES),
+        items=[EnvironmentPublic.model_validate(info.model_dump())
+               for info in found.environments],
+        strategies=found.strategies, executors=found.executors, profiles=found.profiles,
     )

@@ -7,10 +7,7 @@ from typing import Annotated
 from fastapi import APIRouter, Header, Query, Request, Response
 from fastapi.responses import JSONResponse
 
-from adapt.store import queries
-from adapt.store.event_log import read_events
-from api.deps import SessionDep, SessionsDep, TenantDep
-from api.problems import not_found
+from api.deps import SessionsDep, TaskServiceDep
 from api.routes.tasks import PROBLEMS
 from api.schemas import EVENT, EventList, Problem
 from api.sse import CountedStream, StreamOptions, event_json, event_stream
@@ -75,9 +72,8 @@ def wants_stream(accept: str | None, since: int | None) -> bool:
 async def task_events(
     task_id: str,
     request: Request,
-    session: SessionDep,
+    service: TaskServiceDep,
     sessions: SessionsDep,
-    tenant: TenantDep,
     since: Annotated[int | None, Query(ge=0, le=2**31 - 1,
                                        description="Return events with seq > since (JSON).")]
     = None,
@@ -88,29 +84,23 @@ async def task_events(
         description="SSE: resume after this seq.")] = None,
     accept: Annotated[str | None, Header()] = None,
 ) -> Response:
-    task = await queries.get_task(session, tenant, task_id)
-    if task is None:
-        raise not_found("task", task_id)
+    task = await service.task(task_id)
 
     if wants_stream(accept, since):
         start = since or 0
         if last_event_id is not None:
             start = last_event_id
         options: StreamOptions = getattr(request.app.state, "stream_options", StreamOptions())
-        await session.close()  # the stream polls with its own short sessions
+        await service.close()  # the stream polls with its own short sessions
         return CountedStream(
             event_stream(sessions, task.id, start, options, request.is_disconnected),
-            request.app.state.stream_slots, tenant,
+            request.app.state.stream_slots, service.tenant,
             headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
         )
 
-    after = since or 0
-    progress = queries.TaskProgress(task.status, task.last_seq)
-    events = await read_events(session, task.id, after, limit)
-    last = events[-1].seq if events else after
-    page = EventList(
-        events=[EVENT.validate_python(event_json(e)) for e in events], last_seq=last,
-        finished=progress.finished and last >= progress.last_seq,
-        status=task.status,
+    page = await service.events(task, since or 0, limit)
+    body = EventList(
+        events=[EVENT.validate_python(event_json(e)) for e in page.events],
+        last_seq=page.last_seq, finished=page.finished, status=task.status,
     )
-    return JSONResponse(page.model_dump(mode="json"))
+    return JSONResponse(body.model_dump(mode="json"))

@@ -8,10 +8,8 @@ import logging
 
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
-from sqlalchemy import text
-from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession
 
-from adapt.store.workers import live_workers
+from adapt.service.operations import CHECK_TIMEOUT, check_database, check_workers
 from api.deps import DispatcherDep
 from api.problems import problem_response
 from api.schemas import Health, Problem, Readiness
@@ -20,34 +18,10 @@ log = logging.getLogger(__name__)
 
 router = APIRouter(tags=["health"])
 
-CHECK_TIMEOUT = 5.0
-
 
 @router.get("/healthz", response_model=Health, summary="Liveness: the process is up")
 async def healthz() -> Health:
     return Health()
-
-
-async def _database(engine: AsyncEngine) -> str:
-    try:
-        async with asyncio.timeout(CHECK_TIMEOUT):
-            async with engine.connect() as conn:
-                await conn.execute(text("SELECT 1"))
-    except Exception as exc:
-        log.warning("readiness: database check failed: %s", exc)
-        return f"failed: {type(exc).__name__}"
-    return "ok"
-
-
-async def _workers(engine: AsyncEngine, queue: str) -> str:
-    """Live workers on ``queue``, from the registry their heartbeats keep fresh."""
-    try:
-        async with asyncio.timeout(CHECK_TIMEOUT), AsyncSession(engine) as session:
-            n = await live_workers(session, queue)
-    except Exception as exc:
-        log.warning("readiness: workers check failed: %s", type(exc).__name__)
-        return f"failed: {type(exc).__name__}"
-    return "ok" if n else f"no live worker on queue {queue}"
 
 
 @router.get(
@@ -59,7 +33,7 @@ async def _workers(engine: AsyncEngine, queue: str) -> str:
                      "failed"}},
 )
 async def readyz(request: Request, dispatcher: DispatcherDep) -> Readiness | JSONResponse:
-    checks = {"database": await _database(request.app.state.engine)}
+    checks = {"database": await check_database(request.app.state.engine)}
     try:
         async with asyncio.timeout(CHECK_TIMEOUT):
             ready = await dispatcher.ready()
@@ -69,7 +43,7 @@ async def readyz(request: Request, dispatcher: DispatcherDep) -> Readiness | JSO
         checks["dispatcher"] = f"failed: {type(exc).__name__}"
     queue = getattr(dispatcher, "queue", None)  # a broker's queue (the embedded runner: None)
     if isinstance(queue, str) and checks["database"] == "ok":
-        checks["workers"] = await _workers(request.app.state.engine, queue)
+        checks["workers"] = await check_workers(request.app.state.engine, queue)
     failed = [name for name, state in checks.items() if state != "ok"]
     if failed:
         return problem_response(

@@ -1,8 +1,8 @@
 """``/metrics``: Prometheus text, computed from the database at scrape time.
 
 No per-process state: every number comes from the database (all tenants), so any API replica
-reports the same values. The queries run first (async); a custom collector then turns the
-snapshot into metric families for ``prometheus_client``.
+reports the same values. The queries run first (async, :func:`adapt.service.operations.metrics`);
+a custom collector then turns the snapshot into metric families for ``prometheus_client``.
 """
 
 from __future__ import annotations
@@ -19,14 +19,14 @@ from prometheus_client.core import (
 )
 from prometheus_client.registry import Collector
 
-from adapt.store.queries import Histogram, MetricsSnapshot, metrics_snapshot
-from adapt.store.traces import (
+from adapt.service import operations
+from adapt.service.operations import (
     DURATION_BUCKETS,
     SPANS_DROPPED,
     TOKEN_BUCKETS,
     GenAIHistograms,
-    counter_values,
-    genai_histograms,
+    Histogram,
+    MetricsSnapshot,
 )
 from adapt.telemetry.semconv import provider
 from api.deps import MetricsAccessDep, SessionDep
@@ -122,8 +122,7 @@ def genai_families(groups: list[GenAIHistograms]) -> Iterator[Metric]:
     dependencies=[MetricsAccessDep],
 )
 async def metrics(session: SessionDep) -> Response:
-    snap = await metrics_snapshot(session)
+    figures = await operations.metrics(session)
     registry = CollectorRegistry(auto_describe=False)
-    registry.register(SnapshotCollector(snap, await genai_histograms(session),
-                                        await counter_values(session)))
+    registry.register(SnapshotCollector(figures.snapshot, figures.genai, figures.counters))
     return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)

@@ -3,30 +3,14 @@
 from __future__ import annotations
 
 import logging
-from typing import Annotated, Any
+from typing import Annotated, Any, TypeVar
 
 from fastapi import APIRouter, Body, Header, Query, Response
 from fastapi.openapi.models import Example
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from adapt.engine.tree import TaskStatus
-from adapt.service.resume import NotResumable, resume_task
-from adapt.service.submit import (
-    IdempotencyConflict,
-    RateLimited,
-    Submission,
-    SubmissionInvalid,
-    WebhookRequest,
-    cancel_task,
-    request_hash,
-    submit_task,
-)
-from adapt.store import queries
-from adapt.store import webhooks as webhook_store
-from adapt.store.models import WebhookEndpoint
-from adapt.store.text import UNSTORABLE_MESSAGE, find_unstorable
-from api.deps import DispatcherDep, SessionDep, SettingsDep, TenantDep
-from api.problems import ProblemError, invalid_field, not_found
+from adapt.service.facade import TaskStatus, TaskView, Webhook
+from adapt.service.submit import Submission, WebhookRequest
+from api.deps import TaskServiceDep
 from api.schemas import (
     Problem,
     TaskCreate,
@@ -39,6 +23,8 @@ from api.schemas import (
 log = logging.getLogger(__name__)
 
 router = APIRouter(prefix="/tasks", tags=["tasks"])
+
+P = TypeVar("P", bound=TaskPublic)
 
 PROBLEMS: dict[int | str, dict[str, Any]] = {
     401: {"model": Problem, "description": "Missing or invalid API key"},
@@ -112,18 +98,12 @@ CREATE_EXAMPLES: dict[str, Example] = {
 async def create_task(
     body: Annotated[TaskCreate, Body(openapi_examples=CREATE_EXAMPLES)],
     response: Response,
-    session: SessionDep,
-    tenant: TenantDep,
-    settings: SettingsDep,
-    dispatcher: DispatcherDep,
+    service: TaskServiceDep,
     idempotency_key: Annotated[str | None, Header(
         alias="Idempotency-Key", min_length=1, max_length=255,
         description="Any unique string (e.g. a UUID) identifying this request for retries.",
     )] = None,
 ) -> TaskPublic:
-    bad = find_unstorable(body.model_dump(mode="json", exclude_defaults=True), "")
-    if bad:
-        raise invalid_field(bad.lstrip("."), UNSTORABLE_MESSAGE)
     sub = Submission(
         environment=body.environment, environment_config=body.environment_config,
         run_config=body.run_config(), goal=body.goal, executor_model=body.executor.model,
@@ -131,53 +111,30 @@ async def create_task(
         webhook=WebhookRequest(body.webhook.url, tuple(body.webhook.events))
         if body.webhook is not None else None,
     )
-    try:
-        outcome = await submit_task(
-            session, settings, tenant, sub, idempotency_key=idempotency_key,
-            body_hash=request_hash(body.model_dump(mode="json")),
-        )
-    except SubmissionInvalid as exc:
-        raise invalid_field(exc.field, exc.message) from None
-    except RateLimited as exc:
-        raise ProblemError(429, str(exc), slug="rate-limited",
-                           headers={"Retry-After": str(exc.retry_after)}) from None
-    except IdempotencyConflict as exc:
-        raise ProblemError(409, str(exc), slug="idempotency-conflict",
-                           extra={"task_id": exc.task_id}) from None
-    task = outcome.task
-    response.headers["Location"] = f"/tasks/{task.id}"
-    if not outcome.created:
+    view = await service.submit(sub, body.model_dump(mode="json"),
+                                idempotency_key=idempotency_key)
+    response.headers["Location"] = f"/tasks/{view.task.id}"
+    if not view.created:
         response.status_code = 200
         response.headers["Idempotent-Replayed"] = "true"
-    if outcome.created or task.status == "queued":
-        try:
-            await dispatcher.dispatch(task.id)
-        except Exception:  # the task is stored; the worker's sweeper dispatches it later
-            log.exception("dispatching task %s failed; it stays queued for the sweeper",
-                          task.id)
-    public = TaskPublic.model_validate(task)
-    if outcome.webhook is not None:
-        public.webhook = task_webhook(outcome.webhook, with_secret=True)
-    elif not outcome.created:
-        public.webhook = await _webhook_of(session, task.id)
-    return public
+    return public(view, TaskPublic)
 
 
-def task_webhook(row: WebhookEndpoint, *, with_secret: bool = False) -> TaskWebhook:
-    return TaskWebhook(id=row.id, url=row.url, events=list(row.events),
-                       secret=row.secret if with_secret else None,
-                       deliveries=f"/tasks/{row.task_id}/deliveries")
+def task_webhook(webhook: Webhook, task_id: str) -> TaskWebhook:
+    return TaskWebhook(id=webhook.id, url=webhook.url, events=webhook.events,
+                       secret=webhook.secret, deliveries=f"/tasks/{task_id}/deliveries")
 
 
-async def _webhook_of(session: AsyncSession, task_id: str) -> TaskWebhook | None:
-    rows = await webhook_store.endpoints_of_task(session, task_id)
-    return task_webhook(rows[0]) if rows else None
+def public(view: TaskView, schema: type[P]) -> P:
+    out = schema.model_validate(view.task)
+    if view.webhook is not None:
+        out.webhook = task_webhook(view.webhook, view.task.id)
+    return out
 
 
 @router.get("", response_model=TaskList, summary="List tasks, newest first", responses=PROBLEMS)
 async def list_tasks(
-    session: SessionDep,
-    tenant: TenantDep,
+    service: TaskServiceDep,
     status: Annotated[TaskStatus | None, Query(description="Only tasks in this status.")] = None,
     environment: Annotated[str | None, Query(max_length=128,
                                              description="Only tasks of this environment.")]
@@ -189,23 +146,15 @@ async def list_tasks(
         max_length=512, description="next_cursor of the previous page (opaque).")] = None,
     limit: Annotated[int, Query(ge=1, le=100, description="Page size.")] = 20,
 ) -> TaskList:
-    try:
-        page = await queries.list_tasks(session, tenant, status=status, environment=environment,
-                                        strategy=strategy, cursor=cursor, limit=limit)
-    except queries.InvalidCursor as exc:
-        raise invalid_field("cursor", str(exc), location="query") from None
+    page = await service.list_tasks(status=status, environment=environment, strategy=strategy,
+                                    cursor=cursor, limit=limit)
     return TaskList(items=[TaskPublic.model_validate(t) for t in page.items],
                     next_cursor=page.next_cursor)
 
 
 @router.get("/{task_id}", response_model=TaskDetail, summary="Get a task", responses=PROBLEMS)
-async def get_task(task_id: str, session: SessionDep, tenant: TenantDep) -> TaskDetail:
-    task = await queries.get_task(session, tenant, task_id)
-    if task is None:
-        raise not_found("task", task_id)
-    detail = TaskDetail.model_validate(task)
-    detail.webhook = await _webhook_of(session, task.id)
-    return detail
+async def get_task(task_id: str, service: TaskServiceDep) -> TaskDetail:
+    return public(await service.get(task_id), TaskDetail)
 
 
 @router.post(
@@ -219,11 +168,8 @@ async def get_task(task_id: str, session: SessionDep, tenant: TenantDep) -> Task
     ),
     responses=PROBLEMS,
 )
-async def cancel(task_id: str, session: SessionDep, tenant: TenantDep) -> TaskPublic:
-    task = await queries.get_task(session, tenant, task_id)
-    if task is None:
-        raise not_found("task", task_id)
-    return TaskPublic.model_validate(await cancel_task(session, task))
+async def cancel(task_id: str, service: TaskServiceDep) -> TaskPublic:
+    return TaskPublic.model_validate(await service.cancel(task_id))
 
 
 @router.post(
@@ -241,15 +187,5 @@ async def cancel(task_id: str, session: SessionDep, tenant: TenantDep) -> TaskPu
     ),
     responses={**PROBLEMS, 409: {"model": Problem, "description": "The task is final"}},
 )
-async def resume(task_id: str, session: SessionDep, tenant: TenantDep,
-                 dispatcher: DispatcherDep) -> TaskPublic:
-    task = await queries.get_task(session, tenant, task_id)
-    if task is None:
-        raise not_found("task", task_id)
-    try:
-        task, resumed = await resume_task(session, task)
-    except NotResumable as exc:
-        raise ProblemError(409, str(exc), slug="not-resumable", title="Conflict") from None
-    if resumed:
-        await dispatcher.dispatch(task.id)
-    return TaskPublic.model_validate(task)
+async def resume(task_id: str, service: TaskServiceDep) -> TaskPublic:
+    return TaskPublic.model_validate(await service.resume(task_id))

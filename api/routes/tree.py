@@ -2,22 +2,16 @@
 
 from __future__ import annotations
 
-import gc
 import hashlib
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
-from typing import Annotated, Any
+from typing import Annotated, Protocol
 
 import orjson
 from fastapi import APIRouter, Header, Path, Request, Response
-from sqlalchemy.ext.asyncio import AsyncSession
 
-from adapt.store import queries
-from adapt.store.models import NodeRow, Task
-from adapt.store.prompts import call_prompts
-from api.deps import SessionDep, TenantDep
-from api.problems import not_found
+from api.deps import TaskServiceDep
 from api.routes.tasks import PROBLEMS
 from api.schemas import LLMCallPublic, NodeDetail, StepPublic, TaskTree, TreeNode
 
@@ -26,7 +20,25 @@ log = logging.getLogger(__name__)
 router = APIRouter(prefix="/tasks", tags=["tree"])
 
 
-def tree_etag(task: Task) -> str:
+class _TaskState(Protocol):  # a task row, as the service returns it
+    @property
+    def id(self) -> str: ...
+    @property
+    def last_seq(self) -> int: ...
+    @property
+    def status(self) -> str: ...
+    @property
+    def cancel_requested(self) -> bool: ...
+
+
+class _NodeRow(Protocol):
+    @property
+    def id(self) -> int: ...
+    @property
+    def parent_id(self) -> int | None: ...
+
+
+def tree_etag(task: _TaskState) -> str:
     """Changes whenever the tree response can: every node change appends an event (last_seq),
     and status / cancel flag changes are included."""
     key = f"{task.id}:{task.last_seq}:{task.status}:{int(task.cancel_requested)}"
@@ -48,9 +60,9 @@ def etag_matches(if_none_match: str | None, etag: str) -> bool:
     return False
 
 
-def build_tree(rows: Sequence[NodeRow]) -> TreeNode | None:
+def build_tree(rows: Sequence[_NodeRow]) -> TreeNode | None:
     """Nest flat rows (ordered by parent, position, id) under the root; no further queries.
-    (The pydantic form of :func:`render_tree`'s ``tree``.)"""
+    (The pydantic form of the ``tree`` of :meth:`TaskService.tree`.)"""
     nodes = {row.id: TreeNode.model_validate(row) for row in rows}
     roots: list[TreeNode] = []
     for row in rows:
@@ -67,45 +79,6 @@ def build_tree(rows: Sequence[NodeRow]) -> TreeNode | None:
         log.warning("task tree has %d parentless nodes (%s); showing node %d as the root",
                     len(roots), [n.id for n in roots], roots[0].id)
     return roots[0]
-
-
-def _nest(nodes: list[dict[str, Any]]) -> dict[str, Any] | None:
-    """Nest plain node dicts (ordered by parent, position, id) under the root."""
-    by_id = {n["id"]: n for n in nodes}
-    roots: list[dict[str, Any]] = []
-    for node in nodes:
-        parent = by_id.get(node["parent_id"]) if node["parent_id"] is not None else None
-        if parent is None:
-            roots.append(node)
-        else:
-            parent["children"].append(node)
-    if not roots:
-        return None
-    roots.sort(key=lambda n: n["id"])
-    if len(roots) > 1:
-        log.warning("task tree has %d parentless nodes (%s); showing node %d as the root",
-                    len(roots), [n["id"] for n in roots], roots[0]["id"])
-    return roots[0]
-
-
-async def render_tree(session: AsyncSession, task: Task) -> bytes:
-    """The ``TaskTree`` JSON of ``task``: one query for the tree's columns, plain dicts, one
-    ``orjson.dumps`` (the same document as validating ``TaskTree`` from the rows, without
-    building a pydantic model per node). The collector is paused while the thousands of
-    short-lived dicts are built (nothing else runs meanwhile: there is no await)."""
-    rows = await queries.tree_rows(session, task.id)
-    paused = gc.isenabled()
-    gc.disable()
-    try:
-        nodes = queries.tree_dicts(rows)
-        return orjson.dumps({
-            "task_id": task.id, "status": task.status, "finished": task.finished,
-            "success": task.success, "reward": task.reward, "last_seq": task.last_seq,
-            "nodes_count": len(nodes), "tree": _nest(nodes),
-        })
-    finally:
-        if paused:
-            gc.enable()
 
 
 class RenderedTrees:
@@ -148,13 +121,10 @@ class RenderedTrees:
 async def get_tree(
     task_id: str,
     request: Request,
-    session: SessionDep,
-    tenant: TenantDep,
+    service: TaskServiceDep,
     if_none_match: Annotated[str | None, Header(alias="If-None-Match")] = None,
 ) -> Response:
-    task = await queries.get_task(session, tenant, task_id)
-    if task is None:
-        raise not_found("task", task_id)
+    task = await service.task(task_id)
     etag = tree_etag(task)
     headers = {"ETag": etag, "Cache-Control": "no-cache"}
     if etag_matches(if_none_match, etag):
@@ -162,7 +132,7 @@ async def get_tree(
     cache: RenderedTrees | None = getattr(request.app.state, "rendered_trees", None)
     body = cache.get(etag) if cache is not None and task.finished else None
     if body is None:
-        body = await render_tree(session, task)
+        body = orjson.dumps(await service.tree(task))  # the TaskTree document, as it is
         if cache is not None and task.finished:
             cache.put(etag, body)
     return Response(body, media_type="application/json", headers=headers)
@@ -177,21 +147,12 @@ async def get_tree(
 async def get_node(
     task_id: str,
     node_id: Annotated[int, Path(ge=1, le=2**31 - 1)],
-    session: SessionDep,
-    tenant: TenantDep,
+    service: TaskServiceDep,
 ) -> NodeDetail:
-    task = await queries.get_task(session, tenant, task_id)
-    if task is None:
-        raise not_found("task", task_id)
-    node = await queries.get_node(session, task.id, node_id)
-    if node is None:
-        raise not_found("node", f"{node_id} of task {task.id}")
-    steps = await queries.node_steps(session, task.id, node_id)
-    calls = await queries.node_calls(session, task.id, node_id)
-    prompts = await call_prompts(session, task.id, [c.id for c in calls])
-    children = await queries.child_ids(session, task.id, node_id)
-    return NodeDetail.model_validate(node).model_copy(update=dict(
-        children=children, steps=[StepPublic.model_validate(s) for s in steps],
+    view = await service.node(task_id, node_id)
+    prompts = view.prompts
+    return NodeDetail.model_validate(view.node).model_copy(update=dict(
+        children=view.children, steps=[StepPublic.model_validate(s) for s in view.steps],
         llm_calls=[LLMCallPublic.model_validate(c).model_copy(update={
             "prompt": prompts[c.id].prompt, "messages": prompts[c.id].messages})
-            for c in calls]))
+            for c in view.calls]))

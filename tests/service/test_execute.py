@@ -12,8 +12,8 @@ from sqlalchemy import update
 
 from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.envs.textcraft import TextCraft
-from adapt.errors import LeaseLost
 from adapt.llm.base import ChatModel, ChatRequest, ChatResponse
+from adapt.service.errors import LeaseLost
 from adapt.service.execute import ServiceContext, claim, execute_task
 from adapt.settings import Settings
 from adapt.sim import from_spec
@@ -214,7 +214,7 @@ async def test_a_task_claimed_during_a_lease_renewal_is_not_stopped(
     await asyncio.wait_for(renewing.wait(), 10)
     second = await insert_task(ctx.sessions, config={"seed": 5})
     run2 = asyncio.create_task(execute_task(ctx, second))
-    while second not in ctx.running:
+    while second not in ctx.attempts():
         await asyncio.sleep(0.005)
     claimed.set()
     await asyncio.sleep(0.3)  # several beats, each would have stopped the second attempt

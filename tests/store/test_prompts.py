@@ -122,7 +122,7 @@ async def test_replay_gets_every_response_whole(
 
 
 async def test_a_lost_lease_writes_nothing(sessions: async_sessionmaker[AsyncSession]) -> None:
-    from adapt.errors import LeaseLost
+    from adapt.service.errors import LeaseLost
 
     task_id, attempt = await leased_task(sessions, 0)
     sink = DbSink(sessions, task_id, attempt + 1, OWNER)  # not the attempt holding the lease

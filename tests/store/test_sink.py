@@ -15,8 +15,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from adapt.bench.perfkit import OWNER, leased_task
 from adapt.engine.events import LLMCallMade, NodeCreated, NodeUpdated, StepAppended, flush
 from adapt.engine.tree import LLMCall, Node, Step
-from adapt.errors import LeaseLost
 from adapt.llm.base import ChatResponse
+from adapt.service.errors import LeaseLost
 from adapt.store.db import create_engine, session_factory
 from adapt.store.models import EventRow, LLMCallRow, Task
 from adapt.store.sink import DbSink

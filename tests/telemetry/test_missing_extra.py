@@ -9,7 +9,7 @@ import sys
 
 import pytest
 
-from adapt.service.execute import _telemetry
+from adapt.service.context import _telemetry
 from adapt.settings import Settings
 
 

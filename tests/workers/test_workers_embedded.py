@@ -108,7 +108,7 @@ async def test_a_crashed_runner_is_resumed_after_its_lease_expires(
     await first.dispatch(task_id)
     await wait_calls(sessions, task_id, 5)
     # the process dies: nothing runs any more, nothing is handed back
-    for task in [first._sweeper, *first._tasks.values()]:
+    for task in [first.host.sweeper, *(slot.task for slot in first.ctx.running.values())]:
         assert task is not None
         task.cancel()
     await asyncio.sleep(0.05)

@@ -12,11 +12,10 @@ import pytest
 from sqlalchemy import update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from adapt.service.sweeper import due_for_dispatch, release_leases
+from adapt.service.sweeper import due_for_dispatch, release_leases, sweep_once
 from adapt.store.db import create_engine, session_factory
 from adapt.store.models import Task, utcnow
 from tests.service.helpers import insert_task, task_row
-from workers.sweeper import sweep_once
 
 GRACE = 30.0
 

@@ -1,0 +1,160 @@
+"""One attempt of a persisted task, built and ready to run: :func:`prepare_attempt` is the
+factory (the task's row, its replay material, the environment, the models, the sinks and the
+cancel check), :meth:`Attempt.run` hands them to the engine.
+
+The models replay the task's recorded LLM calls first and go live after the last one (through
+the process's retrying, draining-aware clients); the engine's events go to the database sink
+(whose writes are fenced by this attempt's lease), the task's webhooks and, when traces are
+exported, its spans. A cancel requested while no worker ran the task is seen before the first
+live call (not during the replay, whose events must equal the recorded ones).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from adapt.engine import RunConfig, run_task
+from adapt.engine.events import FanoutSink, TreeSink
+from adapt.engine.tree import TaskResult
+from adapt.envs import registry
+from adapt.envs.base import Environment
+from adapt.llm.base import ChatModel, ChatResponse
+from adapt.llm.recording import (
+    RecordedCall,
+    Recording,
+    RecordingModel,
+    ReplayCursor,
+    ReplayModel,
+)
+from adapt.llm.retry import RetryBudget
+from adapt.service.context import ServiceContext
+from adapt.service.errors import TaskGone
+from adapt.service.webhooks import WebhookSink
+from adapt.store import tasks as task_rows
+from adapt.store import traces as trace_store
+from adapt.store import webhooks as webhook_store
+from adapt.store.attempt import AttemptControl
+from adapt.store.models import Task
+from adapt.store.sink import DbSink
+
+if TYPE_CHECKING:
+    from adapt.telemetry.sink import OtelSink
+
+log = logging.getLogger(__name__)
+
+
+@dataclass
+class Attempt:
+    """Everything one attempt of ``task`` runs with."""
+
+    task: Task
+    number: int
+    env: Environment
+    config: RunConfig
+    #: the executor models in cascade order (the first is the task's executor model)
+    executors: list[ChatModel]
+    planner: ChatModel
+    #: the database sink: its writes are fenced by this attempt's lease
+    store: DbSink
+    #: the task's span sink (None: traces are not exported)
+    trace: OtelSink | None
+    #: every sink the engine emits to, in order (the store first among its own)
+    sink: TreeSink
+    cancelled: Callable[[], bool]
+    ctx: ServiceContext
+
+    async def run(self) -> TaskResult:
+        return await run_task(
+            # validated once, by run_task (the API validated it before storing it)
+            self.env, self.task.environment_config, self.config, self.executors, self.planner,
+            goal=self.task.goal, sink=self.sink, cancel=self.cancelled, price=self.ctx.price,
+        )
+
+    def close(self) -> None:
+        self.env.close()
+
+
+async def _load_replay(ctx: ServiceContext, task_id: str) -> tuple[Recording, int]:
+    calls, events = await task_rows.replay_material(ctx.sessions, task_id)
+    recording = Recording(calls=[
+        RecordedCall(index=i, fingerprint=fingerprint,
+                     response=ChatResponse.model_validate(response))
+        for i, (fingerprint, response) in enumerate(calls)
+    ])
+    return recording, events
+
+
+async def prepare_attempt(ctx: ServiceContext, task_id: str, attempt: int) -> Attempt:
+    """Attempt ``attempt`` (claimed by this process) of ``task_id``; ``TaskGone`` when the row
+    no longer exists."""
+    task = await task_rows.load(ctx.sessions, task_id)
+    if task is None:
+        raise TaskGone(f"task {task_id} no longer exists")
+    recording, skip = await _load_replay(ctx, task_id)
+    config = RunConfig.model_validate(task.run_config)
+    env = registry.create(task.environment)
+    try:
+        return await _assemble(ctx, task, attempt, env, config, recording, skip)
+    except BaseException:
+        env.close()
+        raise
+
+
+async def _assemble(ctx: ServiceContext, task: Task, attempt: int, env: Environment,
+                    config: RunConfig, recording: Recording, skip: int) -> Attempt:
+    cursor = ReplayCursor()
+    budget = RetryBudget(ctx.settings.llm_retry_budget)
+
+    def wrap(spec: str) -> ChatModel:
+        live = ctx.live_model(spec, budget)
+        return RecordingModel(ReplayModel(recording, live=live, cursor=cursor))
+
+    executor = wrap(task.executor_model)
+    planner = executor if task.planner_model == task.executor_model else wrap(task.planner_model)
+    # a cascade (executor.models, checked at submission like executor.model): its first model
+    # is the task's executor model
+    cascade = [executor, *(wrap(spec) for spec in config.executor.models[1:])]
+    # what the database says to this attempt (cancel, lease lost), apart from the sinks
+    control = AttemptControl(task.id, attempt, ctx.worker_id,
+                             cancel_requested=task.cancel_requested)
+    store = DbSink(ctx.sessions, task.id, attempt, ctx.worker_id, skip=skip,
+                   store_prompts=ctx.settings.store_prompts, control=control)
+    replayed = len(recording)
+    sinks: list[TreeSink] = []
+    endpoints = await webhook_store.targets(ctx.sessions, task.id, task.tenant)
+    if endpoints:
+        wake = ctx.webhook_sender.wake if ctx.webhook_sender is not None else None
+        sinks.append(WebhookSink(
+            ctx.sessions, task.id, endpoints, wake=wake,
+            max_node_deliveries=ctx.settings.webhook_max_deliveries_per_task))
+    trace = await _trace_sink(ctx, task, skip, store) if ctx.telemetry is not None else None
+    tail: list[TreeSink] = [store] if trace is None else [store, trace]
+
+    if skip:
+        log.info("task %s: resuming; replaying %d LLM calls and %d events", task.id,
+                 len(recording), skip)
+    every = [*sinks, *tail]
+    return Attempt(task, attempt, env, config, cascade, planner, store, trace,
+                   FanoutSink(every) if len(every) > 1 else store,
+                   control.cancel_check(lambda: cursor.position >= replayed), ctx)
+
+
+async def _trace_sink(ctx: ServiceContext, task: Task, skip: int, sink: DbSink) -> OtelSink:
+    """The task's span sink; a resumed attempt gets the event log's times for its replay."""
+    from adapt.telemetry.history import ns, task_info
+    from adapt.telemetry.sink import OtelSink, Replay
+    from adapt.telemetry.spans import TraceBuilder
+
+    if ctx.telemetry is None:
+        raise RuntimeError("trace export is not configured")
+    replay = Replay()
+    if skip or task.attempt > 1:
+        recorded = await trace_store.event_times(ctx.sessions, task.id)
+        replay = Replay({k: ns(v) for k, v in recorded.times.items()},
+                        [(after, ns(at)) for after, at in recorded.aborts])
+    builder = TraceBuilder(task_info(task), content=ctx.settings.otel_capture_content)
+    return OtelSink(builder, ctx.telemetry.export, skip=skip, replay=replay,
+                    writing=sink.writing)
