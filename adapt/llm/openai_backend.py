@@ -397,7 +397,7 @@ class _OpenAIBase:
         with orjson, the answer returned as the raw HTTP response and parsed with orjson.
         ``chat.completions.create`` spent about 1 ms of CPU per call transforming the
         parameters and building typed response objects that are read once and dropped
-        (``python -m adapt.bench.overhead --http`` measures both)."""
+        (``python -m benchmarks.overhead --http`` measures both)."""
         extra = params.pop("extra_body", None)
         if extra:
             params.update(extra)

@@ -6,7 +6,7 @@ the ``openai[aiohttp]`` extra installed (a dependency of adapt) it is the packag
 ``openai.DefaultAioHttpClient``: the same ``openai`` request machinery (auth, headers,
 timeouts, retries, proxies from the environment) over aiohttp's connection pool, whose
 request path and HTTP parser are compiled. At 200 calls in flight it costs about half the CPU
-per call of httpx's pools (``python -m adapt.bench.overhead --http`` measures both). Without
+per call of httpx's pools (``python -m benchmarks.overhead --http`` measures both). Without
 the extra, httpx's own transport is used, sharded as below.
 
 

@@ -35,8 +35,8 @@ from adapt.llm.recording import (
     ReplayModel,
 )
 from adapt.llm.retry import RetryBudget, RetryingModel
-from adapt.model_factory import ModelFactory
 from adapt.service.faults import is_database_error, public_error
+from adapt.service.model_factory import ModelFactory
 from adapt.service.webhooks import WebhookSender, WebhookSink
 from adapt.settings import Settings
 from adapt.store import tasks as task_rows

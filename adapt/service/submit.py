@@ -33,7 +33,7 @@ from adapt.errors import IdempotencyConflict as IdempotencyConflict
 from adapt.errors import InvalidConfig, UnknownEnvironment, UserError
 from adapt.errors import RateLimited as RateLimited
 from adapt.errors import SubmissionInvalid as SubmissionInvalid
-from adapt.model_factory import ModelChoice, ModelFactory
+from adapt.service.model_factory import ModelChoice, ModelFactory
 from adapt.service.paths import PathNotAllowed, check_server_paths
 from adapt.settings import Settings
 from adapt.store import tasks as task_rows

@@ -26,7 +26,7 @@ MODULES = (
     "openai",
     "httpx",
     "adapt.llm.openai_backend",
-    "adapt.model_factory",
+    "adapt.service.model_factory",
     "adapt.envs.textcraft",
 )
 

@@ -203,7 +203,7 @@ async def test_grammars_and_act_only_go_into_the_requests() -> None:
 async def test_cli_tree_view_shows_claim_vs_verdict() -> None:
     from rich.console import Console
 
-    from adapt.liveview import render_summary, render_tree
+    from adapt.cli.liveview import render_summary, render_tree
 
     executor = ScriptedModel(["get 3 honeycomb", "think: Task completed!"])
     sink = MemorySink()
