@@ -12,7 +12,7 @@ wall time per call (engine + persistence) <= 2 ms.
 ``--http`` measures the model client instead: CPU milliseconds per chat call from this
 process to the simulator's HTTP server (zero latency, 200 calls in flight): the ``openai``
 package's typed path (``chat.completions.create``) over one httpx connection pool (before),
-the raw path ``OpenAIChatModel`` takes (``adapt.llm.openai_backend``) over one httpx pool,
+the raw path ``OpenAIChatModel`` takes (``adapt.llm.openai_compat.models``) over one httpx pool,
 over sharded httpx pools (the fallback), and over the ``openai`` package's aiohttp client, the
 default (``adapt.llm.transport``).
 """
@@ -96,7 +96,7 @@ async def _http(base_url: str, calls: int, concurrency: int = 200) -> dict[str, 
     import httpx
 
     from adapt.llm import ChatRequest, ClientPool, Message, OpenAIChatModel
-    from adapt.llm.openai_backend import MAX_CONNECTIONS, MAX_KEEPALIVE_CONNECTIONS
+    from adapt.llm.openai_compat.pool import MAX_CONNECTIONS, MAX_KEEPALIVE_CONNECTIONS
     from adapt.llm.transport import transport_for
 
     limits = httpx.Limits(max_connections=MAX_CONNECTIONS,

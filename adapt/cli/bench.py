@@ -415,7 +415,7 @@ def bench_monitor(
     )
     from adapt.eval.report import write_outputs
     from adapt.eval.textcraft import select_tasks
-    from adapt.llm.openai_backend import closing_default_pool
+    from adapt.llm.openai_compat.pool import closing_default_pool
 
     setup_logging(verbose)
     with user_errors():

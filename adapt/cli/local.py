@@ -113,7 +113,7 @@ def run(
     from adapt.cli.liveview import LiveTreeSink, render_summary
     from adapt.cli.standalone import load_models, parse_config_json, run_local
     from adapt.engine import MemorySink, RunConfig
-    from adapt.llm.openai_backend import closing_default_pool
+    from adapt.llm.openai_compat.pool import closing_default_pool
     from adapt.settings import get_settings
 
     setup_logging(verbose)

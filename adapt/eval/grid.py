@@ -40,7 +40,7 @@ from adapt.engine.config import D_MAX_RANGE
 from adapt.engine.profiles import PROFILES, apply_profile
 from adapt.errors import InvalidConfig
 from adapt.llm.base import ChatModel
-from adapt.llm.openai_backend import closing_default_pool
+from adapt.llm.openai_compat.pool import closing_default_pool
 
 if TYPE_CHECKING:
     from rich.console import Console

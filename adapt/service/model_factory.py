@@ -17,12 +17,9 @@ from adapt.errors import ModelSpecError
 from adapt.llm.base import ChatModel
 from adapt.llm.endpoints import Endpoint, EndpointList
 from adapt.llm.guard import refusal_reason, remote_forbidden
-from adapt.llm.openai_backend import (
-    DEFAULT_BASE_URL,
-    ClientPool,
-    OpenAIChatModel,
-    OpenAICompletionModel,
-)
+from adapt.llm.openai_compat.endpoint import DEFAULT_BASE_URL
+from adapt.llm.openai_compat.models import OpenAIChatModel, OpenAICompletionModel
+from adapt.llm.openai_compat.pool import ClientPool
 from adapt.llm.spec import ModelSpec, parse_model_spec
 from adapt.settings import Settings
 

@@ -25,7 +25,7 @@ log = logging.getLogger(__name__)
 MODULES = (
     "openai",
     "httpx",
-    "adapt.llm.openai_backend",
+    "adapt.llm.openai_compat.models",
     "adapt.service.model_factory",
     "adapt.envs.textcraft",
 )

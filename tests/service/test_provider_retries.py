@@ -12,7 +12,7 @@ import httpx
 from sqlalchemy import func, select
 
 from adapt.engine import RunConfig
-from adapt.llm.openai_backend import retry_after_seconds
+from adapt.llm.openai_compat.errors import retry_after_seconds
 from adapt.llm.retry import BACKOFF_MAX, RetryBudget, backoff
 from adapt.service.execute import ServiceContext, execute_task
 from adapt.service.resume import resume_task
