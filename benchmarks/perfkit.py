@@ -33,7 +33,7 @@ from adapt.engine.events import (
 from adapt.engine.tree import LLMCall, Node, Step, TaskResult
 from adapt.envs import registry
 from adapt.llm.base import ChatModel
-from adapt.store import tasks as task_rows
+from adapt.store import task_rows
 from adapt.store.migrate import upgrade
 from adapt.store.models import Task
 

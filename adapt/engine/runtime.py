@@ -13,6 +13,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from adapt.engine.budget import BudgetTracker
+from adapt.engine.claim_checks import Watch
 from adapt.engine.config import RunConfig
 from adapt.engine.events import (
     LLMCallFailed,
@@ -26,7 +27,6 @@ from adapt.engine.events import (
     flush,
 )
 from adapt.engine.tree import LLMCall, MonitorTotals, Node, Step, UsageTotals
-from adapt.engine.verification import Watch
 from adapt.envs.base import Environment
 from adapt.errors import BudgetError, CancelledByUser, ProviderError
 from adapt.llm.base import (
@@ -98,7 +98,7 @@ class Run:
         self.episode_done = False
         self.reward = 0.0
         self.monitor_totals = MonitorTotals()
-        #: the task node whose goal is checked after every step (``adapt.engine.verification``)
+        #: the task node whose goal is checked after every step (``adapt.engine.claim_checks``)
         self.watch: Watch | None = None
         self._calls = 0
 

@@ -30,7 +30,7 @@ from pydantic import Field
 from typing_extensions import Unpack
 
 from adapt.envs.intercode_sql import InterCodeSQL
-from adapt.envs.intercode_sql.tasks import HARDNESS, Task, tasks
+from adapt.envs.intercode_sql.task_sets import HARDNESS, Task, tasks
 from adapt.errors import InvalidConfig
 from adapt.eval import designs
 from adapt.eval.designs import DesignEntry, DesignOptions, DesignReport, DesignTaskRecord

@@ -38,7 +38,7 @@ from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.engine.runtime import PriceFn
 from adapt.envs.textcraft import TextCraft, TextCraftConfig
-from adapt.envs.textcraft.tasks import Task, tasks
+from adapt.envs.textcraft.task_sets import Task, tasks
 from adapt.errors import InvalidConfig
 from adapt.eval.grid import (
     BenchModel,

@@ -39,7 +39,7 @@ from adapt.service.faults import is_database_error, public_error
 from adapt.service.model_factory import ModelFactory
 from adapt.service.webhooks import WebhookSender, WebhookSink
 from adapt.settings import Settings
-from adapt.store import tasks as task_rows
+from adapt.store import task_rows
 from adapt.store import traces as trace_store
 from adapt.store import webhooks as webhook_store
 from adapt.store import workers as registry_store

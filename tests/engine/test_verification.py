@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from adapt.engine import MemorySink, RunConfig, run_task
+from adapt.engine.claim_checks import FEEDBACK
 from adapt.engine.profiles import apply_profile
-from adapt.engine.verification import FEEDBACK
 from adapt.envs.textcraft import TextCraft
 from adapt.llm.base import ChatRequest
 from adapt.llm.testing import FunctionModel, ScriptedModel

@@ -100,7 +100,7 @@ async def test_close_waits_for_the_lease_renewal_under_way(
     """A renewal of the heartbeat under way when the context closes lands before the close
     returns, never after (a late renewal would extend a lease the test, or another worker,
     has just expired, and the task would wait a whole lease before anyone resumed it)."""
-    from adapt.store import tasks as task_rows
+    from adapt.store import task_rows
 
     renewing, renewed = asyncio.Event(), asyncio.Event()
     real = task_rows.renew_leases

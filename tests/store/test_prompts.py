@@ -17,7 +17,7 @@ from adapt.store.db import create_engine, session_factory
 from adapt.store.models import LLMCallRow, PromptBlock
 from adapt.store.prompts import call_prompts, decode, encode, paragraphs
 from adapt.store.sink import DbSink
-from adapt.store.tasks import replay_material
+from adapt.store.task_rows import replay_material
 from benchmarks.perfkit import OWNER, leased_task, run_textcraft
 
 

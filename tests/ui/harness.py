@@ -21,7 +21,7 @@ import httpx
 
 from adapt.store.db import create_engine, session_factory
 from adapt.store.models import NodeRow, Task, utcnow
-from adapt.store.tasks import append_event
+from adapt.store.task_rows import append_event
 from tests.e2e.test_embedded_serve import Server as ServeProcess
 from tests.e2e.test_embedded_serve import free_port, wait_for
 

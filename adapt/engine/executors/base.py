@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from adapt.engine.tree import Node, Step
-    from adapt.envs.verification import Verification
+    from adapt.envs.verdicts import Verification
 
 THOUGHT_OK = "OK."
 

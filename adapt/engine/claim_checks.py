@@ -1,7 +1,7 @@
 """Verification in the controller: the environment checks what the executor claims.
 
 With ``RunConfig.verification == "env"`` (the default; profile ``paper`` turns it off) every
-task node is checked against the environment (:mod:`adapt.envs.verification`):
+task node is checked against the environment (:mod:`adapt.envs.verdicts`):
 
 - before its executor runs: a goal already satisfied is not run (no LLM call); the node
   succeeds with termination ``verified``;
@@ -24,7 +24,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from adapt.envs.base import Environment
-from adapt.envs.verification import (
+from adapt.envs.verdicts import (
     UNKNOWN,
     Verifiable,
     Verification,

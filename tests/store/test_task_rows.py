@@ -1,4 +1,4 @@
-"""``adapt.store.tasks``: every conditional write on a task row, on SQLite and PostgreSQL."""
+"""``adapt.store.task_rows``: every conditional write on a task row, on SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine.events import FinishedData
-from adapt.store import tasks
+from adapt.store import task_rows as tasks
 from adapt.store.batch import Batch
 from adapt.store.db import create_engine, session_factory
 from adapt.store.models import EventRow, NodeRow, Task, utcnow
