@@ -3,32 +3,10 @@ model the settings build can be recorded (``recorded_requests``)."""
 
 import pytest
 
-from adapt.llm.base import ChatModel, ChatRequest, ChatResponse
-from tests.envs.intercode_bash.conftest import bash_cache, bash_data, bash_layers  # noqa: F401
-from tests.sqldb import data_dir, server  # noqa: F401
-
-
-class Recorder:
-    """Wraps a (simulated) model and keeps every request it got."""
-
-    def __init__(self, model: ChatModel, seen: list[ChatRequest]) -> None:
-        self.model, self.seen = model, seen
-        self.name, self.simulated = model.name, model.simulated
-
-    async def complete(self, request: ChatRequest) -> ChatResponse:
-        self.seen.append(request)
-        return await self.model.complete(request)
-
-
-def record_models(monkeypatch: pytest.MonkeyPatch) -> list[ChatRequest]:
-    """Every model the settings build (``ModelFactory.build``) keeps its requests here."""
-    from adapt.service.model_factory import ModelFactory
-
-    seen: list[ChatRequest] = []
-    build = ModelFactory.build
-    monkeypatch.setattr(ModelFactory, "build",
-                        lambda self, spec, *a, **k: Recorder(build(self, spec, *a, **k), seen))
-    return seen
+from adapt.llm.base import ChatRequest
+from tests.support.bash_data import bash_cache, bash_data, bash_layers  # noqa: F401
+from tests.support.models import record_models
+from tests.support.sqldb import data_dir, server  # noqa: F401
 
 
 @pytest.fixture

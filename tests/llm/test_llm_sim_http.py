@@ -21,7 +21,7 @@ from adapt.llm import (
     load_model,
 )
 from adapt.sim import from_spec
-from tests.simserver import SimServer, start_sim_server, stop_sim_server
+from tests.support.simserver import SimServer, start_sim_server, stop_sim_server
 
 SIM = "sim:textcraft?capability=1"
 

@@ -18,7 +18,7 @@ from adapt.sim import from_spec
 from adapt.store.models import Task, utcnow
 from tests.service.helpers import events, insert_task, persisted_tree, task_row
 from tests.service.test_execute import SIM, Counting, as_persisted, make_ctx, reference_tree
-from tests.workers.support import llm_call_count
+from tests.support.workers import llm_call_count
 
 
 class Slow(Counting):

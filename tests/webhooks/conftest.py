@@ -2,29 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.support.webhook_receiver import Receiver
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@dataclass
-class Receiver:
-    url: str
-    log: Path
-    proc: subprocess.Popen[str]
-
-    def requests(self) -> list[dict[str, Any]]:
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines() if line]
 
 
 @pytest.fixture

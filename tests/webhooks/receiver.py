@@ -13,7 +13,7 @@ import json
 import threading
 import time
 
-from tests.httpreceiver import QuietHandler, serve
+from tests.support.httpreceiver import QuietHandler, serve
 
 
 def main() -> None:

@@ -20,7 +20,7 @@ from adapt.envs.intercode_sql.task_sets import Task
 from adapt.llm.base import ChatRequest
 from adapt.llm.testing import FunctionModel, ScriptedModel
 from adapt.sim.prompt_parse import STATEACT_MARKER
-from tests.sqldb import Server, make_env
+from tests.support.sqldb import Server, make_env
 
 FIELDS = InterCodeSQL.state_fields
 #: the identifiers the StateAct executor substitutes

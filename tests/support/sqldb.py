@@ -19,7 +19,7 @@ from adapt.envs.intercode_sql import InterCodeSQL
 from adapt.errors import UserError
 
 DATA_DIR = (
-    Path(__file__).resolve().parents[1] / ".." / "shared" / "data" / "intercode-sql"
+    Path(__file__).resolve().parents[2] / ".." / "shared" / "data" / "intercode-sql"
 ).resolve()
 
 HOST = "127.0.0.1"
