@@ -15,7 +15,7 @@ from adapt.engine import RunConfig
 from adapt.engine.events import Event, NodeCreated, NodeUpdated, TaskFinished
 from adapt.engine.sinktesting import SinkCase
 from adapt.engine.tree import FINAL_NODE_STATUSES
-from adapt.store import tasks as task_rows
+from adapt.store import task_rows
 from adapt.store.models import EventRow, Task
 from adapt.telemetry.semconv import TaskInfo
 from adapt.telemetry.sink import OtelSink, Writing

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from adapt.cli import app
 from adapt.llm.base import ChatRequest
-from tests.bench.conftest import record_models
+from tests.support.models import record_models
 
 LIAR = "sim:textcraft?capability=4&false_success_rate=1&seed=7"
 WEAK = "sim:textcraft?capability=1&seed=7"

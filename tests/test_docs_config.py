@@ -10,7 +10,7 @@ from pathlib import Path
 from pydantic import AliasChoices, BaseModel, Field
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from adapt import docs_config
+from adapt.cli import docs_config
 from adapt.envs.intercode_bash.settings import BashSettings
 from adapt.settings import Settings
 

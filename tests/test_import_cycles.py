@@ -1,4 +1,4 @@
-"""No import cycles among the modules of ``adapt``, ``api`` and ``workers``.
+"""No import cycles among the modules of ``adapt``, ``api``, ``workers`` and ``benchmarks``.
 
 An edge A -> B is a module-level import in A of module B (``from pkg import name`` counts as
 an import of ``pkg.name`` when that is a module, else of ``pkg``). Imports inside functions and
@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PACKAGES = ("adapt", "api", "workers")
+PACKAGES = ("adapt", "api", "workers", "benchmarks")
 
 
 def _modules() -> dict[str, Path]:

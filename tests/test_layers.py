@@ -1,11 +1,10 @@
 """The layer rule: the library (``adapt``) does not depend on the service's processes (``api``,
-``workers``); they depend on it.
+``workers``); they depend on it. Nothing that ships (``adapt``, ``api``, ``workers``) imports the
+performance benchmarks (``benchmarks/``, outside the wheel); they may import every layer.
 
 The one exception is the CLI's ``adapt serve`` and ``adapt worker`` commands
 (``adapt/cli/service.py``), which start the server and the worker: they import ``api`` and
-``workers`` inside the command functions, so importing ``adapt.cli`` loads neither. The
-benchmarks that drive a worker or the API have their commands next to what they drive
-(``workers/bench_throughput.py``, ``api/bench_tree_read.py``).
+``workers`` inside the command functions, so importing ``adapt.cli`` loads neither.
 
 Every import statement counts (at module level or inside a function), and so does Python code
 held in a string (a script a module runs in a subprocess).
@@ -24,9 +23,12 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 SERVICE = ("api", "workers")
+#: top-level package -> the packages it may not import (``benchmarks`` is not installed)
+FORBIDDEN = {"adapt": (*SERVICE, "benchmarks"), "api": ("benchmarks",),
+             "workers": ("benchmarks",)}
 #: module -> the service modules it may import, inside functions only
 ALLOWED = {"adapt/cli/service.py": {"api.serve", "workers.celery_app"}}
-SCRIPT_IMPORT = re.compile(r"^\s*(?:from|import)\s+(api|workers)\b", re.MULTILINE)
+SCRIPT_IMPORT = re.compile(r"^\s*(?:from|import)\s+(api|workers|benchmarks)\b", re.MULTILINE)
 
 
 def _imports(tree: ast.AST) -> list[tuple[str, int, bool]]:
@@ -49,21 +51,23 @@ def _imports(tree: ast.AST) -> list[tuple[str, int, bool]]:
 def violations() -> list[str]:
     bad: list[str] = []
     used: dict[str, set[str]] = {}
-    for path in sorted((ROOT / "adapt").rglob("*.py")):
-        rel = path.relative_to(ROOT).as_posix()
-        tree = ast.parse(path.read_text(encoding="utf-8"))
-        for module, line, in_function in _imports(tree):
-            if module.split(".")[0] not in SERVICE:
-                continue
-            if in_function and module in ALLOWED.get(rel, set()):
-                used.setdefault(rel, set()).add(module)
-            else:
-                bad.append(f"{rel}:{line}: imports {module}")
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Constant) and isinstance(node.value, str):
-                for match in SCRIPT_IMPORT.finditer(node.value):
-                    bad.append(f"{rel}:{node.lineno}: a script in a string imports "
-                               f"{match.group(1)}")
+    for package, forbidden in FORBIDDEN.items():
+        for path in sorted((ROOT / package).rglob("*.py")):
+            rel = path.relative_to(ROOT).as_posix()
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for module, line, in_function in _imports(tree):
+                if module.split(".")[0] not in forbidden:
+                    continue
+                if in_function and module in ALLOWED.get(rel, set()):
+                    used.setdefault(rel, set()).add(module)
+                else:
+                    bad.append(f"{rel}:{line}: imports {module}")
+            for node in ast.walk(tree):
+                if isinstance(node, ast.Constant) and isinstance(node.value, str):
+                    for match in SCRIPT_IMPORT.finditer(node.value):
+                        if match.group(1) in forbidden:
+                            bad.append(f"{rel}:{node.lineno}: a script in a string imports "
+                                       f"{match.group(1)}")
     if used != ALLOWED:  # the exception is stated exactly: no stale entries
         bad.append(f"the exception changed: {used} != {ALLOWED}")
     return bad
@@ -104,4 +108,5 @@ def test_the_check_sees_imports_in_functions_and_scripts(tmp_path: Path) -> None
     tree = ast.parse("def f():\n    import workers.loop\nfrom api import main\n")
     assert _imports(tree) == [("workers.loop", 2, True), ("api", 3, False)]
     assert SCRIPT_IMPORT.search("import sys\nfrom api.main import create_app\n")
-    assert not SCRIPT_IMPORT.search("python -m api.bench_tree_read")
+    assert SCRIPT_IMPORT.search("from benchmarks.perfkit import Clock\n")
+    assert not SCRIPT_IMPORT.search("python -m benchmarks.tree_read")

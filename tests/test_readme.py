@@ -201,7 +201,7 @@ def test_the_architecture_page_names_every_folder_and_engine_module() -> None:
     text = (ROOT / "docs" / "architecture.md").read_text()
     packages = [p.name for p in (ROOT / "adapt").iterdir()
                 if p.is_dir() and (p / "__init__.py").exists()]
-    for name in [*packages, "api", "workers", "migrations"]:
+    for name in [*packages, "api", "workers", "migrations", "benchmarks"]:
         folder = f"adapt/{name}/" if name in packages else f"{name}/"
         assert folder in text, f"docs/architecture.md does not name {folder}"
     for name in [p.name for p in (ROOT / "adapt" / "envs").iterdir()

@@ -34,7 +34,7 @@ from celery.signals import (  # type: ignore[import-untyped]
 from adapt.errors import UserError
 from adapt.settings import Settings
 from workers import loop
-from workers.tasks import register
+from workers.celery_tasks import register
 
 log = logging.getLogger(__name__)
 

@@ -6,6 +6,9 @@
   :mod:`adapt.cli.llm`, :mod:`adapt.cli.docs`, :mod:`adapt.cli.export`: the
   ``adapt db|keys|data|bench|llm|docs|export ...`` groups
 - :mod:`adapt.cli.support`: error output and the one logging set-up every command uses
+- what the verbs use: :mod:`adapt.cli.standalone` (``adapt run``'s task in this process, no
+  server and no database), :mod:`adapt.cli.liveview` (its live tree in the terminal),
+  :mod:`adapt.cli.docs_config` (the configuration page ``adapt docs configuration`` writes)
 """
 
 from __future__ import annotations

@@ -28,9 +28,9 @@ from adapt.cli.support import err, fail, setup_logging, validation_message
 from adapt.errors import UserError
 
 if TYPE_CHECKING:
-    from adapt.bench.designs import DesignBench, DesignReport
-    from adapt.bench.grid import BenchModel
     from adapt.engine.runtime import PriceFn
+    from adapt.eval.designs import DesignBench, DesignReport
+    from adapt.eval.grid import BenchModel
 
 R = TypeVar("R")
 
@@ -85,13 +85,13 @@ def load_bench_models(model: list[str] | None, executor_model: str | None = None
     """The models to compare (one per ``--model``, then one per ``--cascade``; the settings'
     default without either) and the pricing function. Raises ``UserError`` /
     ``ValidationError`` for bad specs or settings."""
-    from adapt.bench.grid import BenchModel
+    from adapt.cli.standalone import load_models
     from adapt.errors import InvalidConfig
+    from adapt.eval.grid import BenchModel
     from adapt.llm.base import ChatModel, Usage
     from adapt.llm.pricing import Pricing
-    from adapt.model_factory import ModelFactory
+    from adapt.service.model_factory import ModelFactory
     from adapt.settings import get_settings
-    from adapt.standalone import load_models
 
     settings = get_settings()
     pricing = Pricing.from_setting(settings.pricing)
@@ -136,7 +136,7 @@ def real_model_spec(model: str | None, require: Callable[[str | None], str]) -> 
 def run_with_progress(label: str, total: int, run: Callable[[Callable[[Any], None]], R], *,
                       rate: bool = True, tokens: bool = False) -> R:
     """``run(on_result)`` under a progress bar on stderr; user errors exit 2."""
-    from adapt.bench.grid import progress
+    from adapt.eval.grid import progress
 
     try:
         with progress(label, total, err, rate_column=rate, tokens=tokens) as on_result:
@@ -209,8 +209,8 @@ def design_command(name: str, *, designs: str) -> Callable[[Callable[..., Design
 def run_design(cmd: DesignCommand, *, limit: int | None, designs: str, d_max: int,
                model: str | None, concurrency: int, profile: str, verification: str | None,
                out: Path | None, verbose: bool) -> None:
-    from adapt.bench.grid import parse_d_max, parse_profiles
     from adapt.engine import RunConfig
+    from adapt.eval.grid import parse_d_max, parse_profiles
 
     with user_errors():
         base_config = RunConfig.model_validate(run_options(verification=verification))
@@ -283,10 +283,10 @@ def bench_textcraft(
     Example: adapt bench textcraft --limit 40 --strategies adapt,react --d-max 1,2,3,4
     --model 'sim:textcraft?capability=1&error_rate=0.1&seed=7' --out runs/tc --plot
     """
-    from adapt.bench.grid import parse_d_max, parse_profiles, parse_strategies
-    from adapt.bench.report import TaskRecord, print_table, write_report
-    from adapt.bench.textcraft import read_task_ids, run_bench, select_tasks
     from adapt.engine import RunConfig
+    from adapt.eval.grid import parse_d_max, parse_profiles, parse_strategies
+    from adapt.eval.report import TaskRecord, print_table, write_report
+    from adapt.eval.textcraft import read_task_ids, run_bench, select_tasks
 
     setup_logging(verbose)
     if plot and out is None:
@@ -298,7 +298,7 @@ def bench_textcraft(
         selected = (read_task_ids(task_file, limit) if task_file is not None
                     else select_tasks(split, depth, limit))
         if plot:
-            from adapt.bench.plots import require_matplotlib
+            from adapt.eval.plots import require_matplotlib
 
             require_matplotlib()  # fail now, not after the run, when matplotlib is missing
         bench_models, price = load_bench_models(model, executor_model, planner_model, cascade)
@@ -335,7 +335,7 @@ def bench_textcraft(
     if out is not None:
         paths = write_report(report, out)
         if plot:
-            from adapt.bench.plots import write_plots
+            from adapt.eval.plots import write_plots
 
             paths += write_plots(report, out)
         wrote(paths)
@@ -354,7 +354,7 @@ def bench_sql(
     Example: OPENAI_API_KEY=... ADAPT_ALLOW_REMOTE_LLM=1 adapt bench sql PATH
     --model openai:gpt-4o-mini --limit 40 --out runs/sql
     """
-    from adapt.bench import sql
+    from adapt.eval import sql
 
     return DesignCommand(sql.BENCH, "intercode-sql", sql.run_sql_bench, path,
                          lambda limit: sql.select_sql_tasks(path, hardness, db, limit),
@@ -373,7 +373,7 @@ def bench_bash(
     Example: OPENAI_API_KEY=... ADAPT_ALLOW_REMOTE_LLM=1 adapt bench bash PATH
     --task-set all --model openai:gpt-4o-mini --limit 40 --out runs/bash
     """
-    from adapt.bench import bash
+    from adapt.eval import bash
 
     return DesignCommand(bash.BENCH, "intercode-bash", bash.run_bash_bench, path,
                          lambda limit: bash.select_bash_tasks(path, task_set, limit),
@@ -405,17 +405,17 @@ def bench_monitor(
 
     from rich.table import Table
 
-    from adapt.bench.grid import parse_d_max, parse_strategies
-    from adapt.bench.monitor_savings import (
+    from adapt.eval.grid import parse_d_max, parse_strategies
+    from adapt.eval.monitor_savings import (
         noisy_spec,
         parse_rates,
         run_monitor_bench,
         table,
         to_markdown,
     )
-    from adapt.bench.report import write_outputs
-    from adapt.bench.textcraft import select_tasks
-    from adapt.llm.openai_backend import closing_default_pool
+    from adapt.eval.report import write_outputs
+    from adapt.eval.textcraft import select_tasks
+    from adapt.llm.openai_compat.pool import closing_default_pool
 
     setup_logging(verbose)
     with user_errors():
@@ -471,18 +471,18 @@ def bench_alfworld(
     Needs the alfworld extra (pip install -e ".[alfworld]"). Example: adapt bench alfworld
     --split test --limit 30 --model 'openai:llama3@http://127.0.0.1:11434/v1' --out runs/alf
     """
-    from adapt.bench.grid import (
+    from adapt.engine import RunConfig
+    from adapt.eval.grid import (
         parse_d_max,
         parse_executor_kinds,
         parse_profiles,
         parse_strategies,
     )
-    from adapt.engine import RunConfig
 
     setup_logging(verbose)
     try:  # without the extra, importing the environment says how to install it
         import adapt.envs.alfworld  # noqa: F401
-        from adapt.bench.alfworld import (
+        from adapt.eval.alfworld import (
             print_alfworld_table,
             run_alfworld_bench,
             select_games,

@@ -20,7 +20,7 @@ def docs_configuration(
         "--check", help="Write nothing; exit 1 when the page differs from the settings.")] = False,
 ) -> None:
     """Write docs/configuration.md from the Settings model and the environments' settings."""
-    from adapt import docs_config
+    from adapt.cli import docs_config
 
     if check:
         if not docs_config.is_current(out):

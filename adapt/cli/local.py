@@ -17,10 +17,10 @@ from adapt.cli.support import err, fail, setup_logging, validation_message
 from adapt.errors import InvalidConfig, UserError
 
 if TYPE_CHECKING:
+    from adapt.cli.standalone import Models
     from adapt.engine import RunConfig
     from adapt.llm.base import ChatModel
     from adapt.settings import Settings
-    from adapt.standalone import Models
 
 
 def _read_spec(value: str) -> str:
@@ -63,8 +63,8 @@ def _cascade_models(settings: Settings, specs: list[str], model: str | None,
                     planner_model: str | None) -> tuple[Models, list[ChatModel]]:
     """``--cascade A,B``: the models (executor A; planner ``--planner-model``, else
     ``--model``, else A) and the executor models in order, each spec loaded once."""
-    from adapt.model_factory import ModelFactory
-    from adapt.standalone import Models
+    from adapt.cli.standalone import Models
+    from adapt.service.model_factory import ModelFactory
 
     if len(specs) < 2 or not all(specs) or len(set(specs)) != len(specs):
         raise InvalidConfig(f"--cascade: give two or more different model specs separated by "
@@ -123,11 +123,11 @@ def run(
     verbose: Annotated[bool, typer.Option("--verbose", "-v")] = False,
 ) -> None:
     """Run one task locally (no server, no database) and show the tree as it grows."""
+    from adapt.cli.liveview import LiveTreeSink, render_summary
+    from adapt.cli.standalone import load_models, parse_config_json, run_local
     from adapt.engine import MemorySink, RunConfig
-    from adapt.liveview import LiveTreeSink, render_summary
-    from adapt.llm.openai_backend import closing_default_pool
+    from adapt.llm.openai_compat.pool import closing_default_pool
     from adapt.settings import get_settings
-    from adapt.standalone import load_models, parse_config_json, run_local
 
     setup_logging(verbose)
     try:

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from adapt.engine import verification
+from adapt.engine import claim_checks
+from adapt.engine.claim_checks import Watch
 from adapt.engine.executors import make_executor
 from adapt.engine.executors.base import ExecuteOptions, ExecutionResult, Executor
 from adapt.engine.runtime import Run
 from adapt.engine.tree import Node
-from adapt.engine.verification import Watch
 from adapt.envs.base import undoable
 
 
@@ -50,20 +50,20 @@ class NodeRunner:
         context, the model); the node's ``context_in`` shows the context the executor got.
         With verification on, the environment checks the goal first (already satisfied: the
         node is done with no call) and the episode checks it during and after the run
-        (``options.watch``; ``adapt.engine.verification``)."""
+        (``options.watch``; ``adapt.engine.claim_checks``)."""
         run = self.run
         extra = options.extra_context if options is not None else None
         context_in = run.context if extra is None else extra
         await run.update(node, status="running", context_in=context_in)
         if run.config.verification == "env":
-            watch = Watch(node.id, node.goal, verification.mark(run.env))
+            watch = Watch(node.id, node.goal, claim_checks.mark(run.env))
             self.marks[node.id] = watch.mark
             done = await self.already_done(node, watch.mark)
             if done is not None:
                 return done
             earlier = self.refuted.get(goal_key(node.goal))
             if earlier is not None:  # a retry of a refuted goal hears why the last one failed
-                note = verification.feedback(earlier)
+                note = claim_checks.feedback(earlier)
                 extra = note if extra is None else f"{extra}\n{note}"
                 options = replace(options or ExecuteOptions(), extra_context=extra)
                 await run.update(node, context_in="\n".join(x for x in (context_in, note) if x))
@@ -100,7 +100,7 @@ class NodeRunner:
         numbers = [0] if start is None else list(range(start, len(models)))
         await run.update(node, status="running")
         if start in (0, None):  # already satisfied: no attempt at all (a later start had one)
-            mark = verification.mark(env) if run.config.verification == "env" else None
+            mark = claim_checks.mark(env) if run.config.verification == "env" else None
             self.marks[node.id] = mark
             done = await self.already_done(node, mark)
             if done is not None:
@@ -135,7 +135,7 @@ class NodeRunner:
         run = self.run
         if run.config.verification == "off":
             return ok
-        check = verification.check(run.env, node.goal, self.marks.get(node.id),
+        check = claim_checks.check(run.env, node.goal, self.marks.get(node.id),
                                    reward=run.reward, episode_done=run.episode_done)
         if not check.checkable:
             return ok
@@ -148,7 +148,7 @@ class NodeRunner:
         run = self.run
         if run.config.verification != "env":
             return None
-        before = verification.check(run.env, node.goal, mark, reward=run.reward,
+        before = claim_checks.check(run.env, node.goal, mark, reward=run.reward,
                                     episode_done=run.episode_done)
         if before.verdict != "confirmed":
             return None

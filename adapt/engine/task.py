@@ -9,13 +9,13 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from adapt.engine.claim_checks import final_verdict
 from adapt.engine.config import RunConfig
 from adapt.engine.events import EventReceiver, TaskFinished, TreeSink
 from adapt.engine.profiles import apply_profile
 from adapt.engine.runtime import CancelCheck, PriceFn, Run
 from adapt.engine.strategies import get_strategy
 from adapt.engine.tree import FinalStatus, Node, NodeStatus, Step, TaskResult
-from adapt.engine.verification import final_verdict
 from adapt.envs.base import (
     Environment,
     final_action,

@@ -10,7 +10,7 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, Field
 
-from adapt.envs.verification import Verdict
+from adapt.envs.verdicts import Verdict
 
 NodeKind = Literal["task", "group"]
 LogicOp = Literal["and", "or"]

@@ -29,14 +29,15 @@ from adapt.llm.recording import (
 )
 
 if TYPE_CHECKING:
-    from adapt.llm.openai_backend import ClientPool, OpenAIChatModel, OpenAICompletionModel
+    from adapt.llm.openai_compat.models import OpenAIChatModel, OpenAICompletionModel
+    from adapt.llm.openai_compat.pool import ClientPool
     from adapt.llm.pricing import Pricing, cost
     from adapt.llm.spec import ModelSpec, is_simulated, load_model, parse_model_spec
 
 _LAZY = {
-    "ClientPool": "adapt.llm.openai_backend",
-    "OpenAIChatModel": "adapt.llm.openai_backend",
-    "OpenAICompletionModel": "adapt.llm.openai_backend",
+    "ClientPool": "adapt.llm.openai_compat.pool",
+    "OpenAIChatModel": "adapt.llm.openai_compat.models",
+    "OpenAICompletionModel": "adapt.llm.openai_compat.models",
     "Pricing": "adapt.llm.pricing",
     "cost": "adapt.llm.pricing",
     "ModelSpec": "adapt.llm.spec",

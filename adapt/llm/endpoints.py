@@ -50,7 +50,8 @@ class Endpoint:
     base_url: str
     api_key: str | None = field(default=None, repr=False)
     #: the server takes GBNF grammars in this server kind's request field (``llama.cpp`` or
-    #: ``vllm``; see ``adapt.llm.openai_backend.GUIDED_DECODING_FIELDS``); ``None``: not sent
+    #: ``vllm``; see ``adapt.llm.openai_compat.endpoint.GUIDED_DECODING_FIELDS``); ``None``:
+    #: not sent
     guided_decoding: str | None = None
 
     def __post_init__(self) -> None:

@@ -23,12 +23,9 @@ from pydantic import BaseModel, ConfigDict
 from adapt.errors import ModelSpecError
 from adapt.llm.base import ChatModel
 from adapt.llm.local import LocalLlamaModel, parse_local_spec
-from adapt.llm.openai_backend import (
-    ClientPool,
-    OpenAIChatModel,
-    OpenAICompletionModel,
-    validate_base_url,
-)
+from adapt.llm.openai_compat.endpoint import validate_base_url
+from adapt.llm.openai_compat.models import OpenAIChatModel, OpenAICompletionModel
+from adapt.llm.openai_compat.pool import ClientPool
 
 logger = logging.getLogger(__name__)
 

@@ -1,12 +1,12 @@
 """The model clients' HTTP client: the ``openai`` package's aiohttp client, or httpx over
 several connection pools.
 
-:func:`model_http_client` is what every :class:`~adapt.llm.openai_backend.ClientPool` opens. With
+:func:`model_http_client` is what every :class:`~adapt.llm.openai_compat.pool.ClientPool` opens. With
 the ``openai[aiohttp]`` extra installed (a dependency of adapt) it is the package's own
 ``openai.DefaultAioHttpClient``: the same ``openai`` request machinery (auth, headers,
 timeouts, retries, proxies from the environment) over aiohttp's connection pool, whose
 request path and HTTP parser are compiled. At 200 calls in flight it costs about half the CPU
-per call of httpx's pools (``python -m adapt.bench.overhead --http`` measures both). Without
+per call of httpx's pools (``python -m benchmarks.overhead --http`` measures both). Without
 the extra, httpx's own transport is used, sharded as below.
 
 
@@ -73,7 +73,7 @@ def transport_for(limits: httpx.Limits) -> httpx.AsyncBaseTransport:
 
 
 class HTTPClient(Protocol):
-    """What a :class:`~adapt.llm.openai_backend.ClientPool` needs of its HTTP client (an
+    """What a :class:`~adapt.llm.openai_compat.pool.ClientPool` needs of its HTTP client (an
     ``httpx.AsyncClient``, or the ``openai`` package's aiohttp client, an ``httpx2`` one)."""
 
     @property

@@ -33,7 +33,7 @@ from adapt.llm.retry import RetryBudget
 from adapt.service.context import ServiceContext
 from adapt.service.errors import TaskGone
 from adapt.service.webhooks import WebhookSink
-from adapt.store import tasks as task_rows
+from adapt.store import task_rows
 from adapt.store import traces as trace_store
 from adapt.store import webhooks as webhook_store
 from adapt.store.attempt import AttemptControl

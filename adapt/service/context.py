@@ -27,11 +27,11 @@ from adapt.errors import Draining
 from adapt.llm import ClientPool, Pricing
 from adapt.llm.base import ChatModel, ChatRequest, ChatResponse, Usage, WrapperModel
 from adapt.llm.retry import RetryBudget, RetryingModel
-from adapt.model_factory import ModelFactory
 from adapt.service.faults import is_database_error
+from adapt.service.model_factory import ModelFactory
 from adapt.service.webhooks import WebhookSender
 from adapt.settings import Settings
-from adapt.store import tasks as task_rows
+from adapt.store import task_rows
 from adapt.store import traces as trace_store
 from adapt.store import workers as registry_store
 from adapt.store.db import create_engine, session_factory

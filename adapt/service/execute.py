@@ -25,7 +25,7 @@ from adapt.service.context import Running
 from adapt.service.context import ServiceContext as ServiceContext
 from adapt.service.errors import LeaseLost
 from adapt.service.faults import is_database_error, public_error
-from adapt.store import tasks as task_rows
+from adapt.store import task_rows
 from adapt.store import webhooks as webhook_store
 
 if TYPE_CHECKING:

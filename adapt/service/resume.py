@@ -16,7 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapt.engine.tree import FINAL_STATUSES
 from adapt.service.errors import NotResumable
-from adapt.store import tasks as task_rows
+from adapt.store import task_rows
 from adapt.store.models import Task
 
 log = logging.getLogger(__name__)

@@ -30,11 +30,11 @@ from adapt.engine.profiles import apply_profile
 from adapt.engine.strategies import available_strategies
 from adapt.envs import registry
 from adapt.errors import InvalidConfig, UnknownEnvironment, UserError
-from adapt.model_factory import ModelChoice, ModelFactory
 from adapt.service.errors import IdempotencyConflict, RateLimited, SubmissionInvalid
+from adapt.service.model_factory import ModelChoice, ModelFactory
 from adapt.service.paths import PathNotAllowed, check_server_paths
 from adapt.settings import Settings
-from adapt.store import tasks as task_rows
+from adapt.store import task_rows
 from adapt.store import webhooks as webhook_store
 from adapt.store.models import Task, WebhookEndpoint, utcnow
 from adapt.webhooks import WEBHOOK_EVENTS, OutboundRefused, webhook_policy
@@ -268,7 +268,7 @@ async def cancel_task(session: AsyncSession, task: Task) -> Task:
     """Request cancellation of ``task`` (idempotent) and commit; returns the fresh row.
 
     Finished tasks are returned unchanged; a queued task is cancelled at once, a running one
-    stops at its next LLM call (see :func:`adapt.store.tasks.cancel`)."""
+    stops at its next LLM call (see :func:`adapt.store.task_rows.cancel`)."""
     async def report(s: AsyncSession) -> None:  # in the same transaction as the cancel
         await webhook_store.record_end(s, task.id, "cancelled", "cancelled",
                                        task_rows.CANCELLED_BEFORE_START)

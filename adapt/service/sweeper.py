@@ -1,6 +1,6 @@
 """The sweeper: which tasks need (re-)dispatching, the loop that dispatches them every
 ``ADAPT_SWEEP_SECONDS`` (started by the worker host, :mod:`adapt.service.host`), and handing
-leases back (the statements are in ``adapt.store.tasks``).
+leases back (the statements are in ``adapt.store.task_rows``).
 
 A task needs dispatching when nobody is working on it although it is not finished:
 
@@ -27,9 +27,9 @@ from datetime import datetime
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.settings import Settings
-from adapt.store import tasks as task_rows
+from adapt.store import task_rows
 from adapt.store.models import utcnow
-from adapt.store.tasks import SWEEP_LIMIT
+from adapt.store.task_rows import SWEEP_LIMIT
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +51,7 @@ async def due_for_dispatch(
     """Ids of running tasks whose lease expired before ``now`` and (unless ``queued`` is
     false) of queued tasks untouched for ``queued_grace`` seconds, oldest first, at most
     ``limit``. Marks them so that concurrent sweepers do not hand out the same task again
-    within ``queued_grace`` (see :func:`adapt.store.tasks.mark_due`)."""
+    within ``queued_grace`` (see :func:`adapt.store.task_rows.mark_due`)."""
     ids = await task_rows.mark_due(sessions, now, queued_grace=queued_grace, queued=queued,
                                    limit=limit)
     if ids:

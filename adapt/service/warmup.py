@@ -25,8 +25,8 @@ log = logging.getLogger(__name__)
 MODULES = (
     "openai",
     "httpx",
-    "adapt.llm.openai_backend",
-    "adapt.model_factory",
+    "adapt.llm.openai_compat.models",
+    "adapt.service.model_factory",
     "adapt.envs.textcraft",
 )
 

@@ -1,6 +1,6 @@
 """``AttemptControl``: one attempt's hold on its task, kept apart from the sinks.
 
-An attempt claims the task's lease (``adapt.store.tasks.claim``), and every write it makes is
+An attempt claims the task's lease (``adapt.store.task_rows.claim``), and every write it makes is
 fenced by that lease: the task id, the attempt number and the owner. What the database tells
 the attempt while it runs lands here, not in a sink: the user's cancel request (read at the
 claim, and returned by every batch the database sink writes) and the loss of the lease (a write

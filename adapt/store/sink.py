@@ -18,7 +18,7 @@ with ``LeaseLost``. On PostgreSQL a whole batch is one statement (one round trip
 Prompts are stored once, as content-addressed blocks (``adapt.store.prompts``): a call keeps
 the ref of its prompt's last block; the ``llm_call`` event names the call without its prompt.
 A call's ``response`` keeps only what its own columns do not already say (replay rebuilds the
-whole response from both: ``adapt.store.tasks.replay_material``).
+whole response from both: ``adapt.store.task_rows.replay_material``).
 
 A resumed attempt replays the run from the start; the first ``skip`` engine events were already
 persisted by earlier attempts (identical, because LLM answers are replayed and environments are

@@ -24,7 +24,7 @@ from adapt.engine.events import (
 from adapt.envs.textcraft import TextCraft
 from adapt.sim import from_spec
 from adapt.store.models import LLMCallRow, NodeRow, StepRow, Task, utcnow
-from adapt.store.tasks import append_event
+from adapt.store.task_rows import append_event
 
 SIM = "sim:textcraft?capability=1"
 

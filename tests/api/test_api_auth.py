@@ -18,7 +18,7 @@ from adapt.store.models import ApiKey, Task
 from api.deps import KeysCache
 from api.serve import check_exposure, is_loopback_host
 from tests.api.apiutil import count_rows, create, sessions_of
-from tests.api.conftest import make_settings
+from tests.support.api import make_settings
 
 
 async def new_key(app: FastAPI, tenant: str, name: str | None = None) -> str:

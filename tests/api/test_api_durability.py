@@ -11,7 +11,7 @@ from adapt.service.execute import LIVENESS_BEATS
 from adapt.store import workers as registry
 from adapt.store.models import EventRow, LLMCallRow, NodeRow, Task
 from tests.api.apiutil import create, sessions_of, set_task
-from tests.api.conftest import FakeDispatcher
+from tests.support.api import FakeDispatcher
 
 
 class QueueDispatcher(FakeDispatcher):

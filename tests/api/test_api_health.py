@@ -21,8 +21,8 @@ from adapt.store.models import LLMCallRow, NodeRow
 from api.main import create_app
 from api.serve import serve
 from tests.api.apiutil import count_rows, create, run_engine, sessions_of
-from tests.api.conftest import FakeDispatcher, make_settings
-from tests.dbutil import postgres_database, sqlite_database
+from tests.support.api import FakeDispatcher, make_settings
+from tests.support.databases import postgres_database, sqlite_database
 
 
 async def test_healthz(client: httpx.AsyncClient) -> None:

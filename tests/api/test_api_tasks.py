@@ -11,7 +11,7 @@ from fastapi import FastAPI
 from adapt.settings import SIM_DEFAULT_MODEL
 from adapt.store.models import EventRow
 from tests.api.apiutil import count_rows, create, run_engine, start_task
-from tests.api.conftest import FakeDispatcher
+from tests.support.api import FakeDispatcher
 
 FULL: dict[str, Any] = {
     "environment": "textcraft",

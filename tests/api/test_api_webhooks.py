@@ -13,7 +13,7 @@ from fastapi import FastAPI
 from adapt.settings import Settings
 from adapt.store import webhooks as store
 from tests.api.apiutil import sessions_of
-from tests.api.conftest import make_settings
+from tests.support.api import make_settings
 
 TASK = {"environment": "textcraft", "environment_config": {"seed": 3}}
 

@@ -41,8 +41,8 @@ from adapt.store.models import Task
 from tests.chaos.infra import PrivatePostgres, PrivateRedis
 from tests.service.helpers import events, insert_task, persisted_tree
 from tests.service.test_execute import as_persisted
-from tests.simserver import SimServer, start_sim_server, stop_sim_server
-from tests.workers.support import (
+from tests.support.simserver import SimServer, start_sim_server, stop_sim_server
+from tests.support.workers import (
     SIM,
     Workers,
     http_spec,

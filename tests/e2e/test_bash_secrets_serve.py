@@ -16,8 +16,8 @@ import pytest
 
 from adapt.envs.intercode_bash.layers import prepare
 from tests.e2e.test_embedded_serve import Server, free_port, wait_for
-from tests.envs.intercode_bash.conftest import DATA, _skip_reason
-from tests.httpreceiver import QuietHandler
+from tests.support.bash_data import DATA, _skip_reason
+from tests.support.httpreceiver import QuietHandler
 
 pytestmark = pytest.mark.slow
 

@@ -23,7 +23,7 @@ import pytest
 from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.envs.textcraft import TextCraft
 from adapt.sim import from_spec
-from tests.simserver import SimServer, start_sim_server, stop_sim_server
+from tests.support.simserver import SimServer, start_sim_server, stop_sim_server
 
 pytestmark = pytest.mark.slow
 

@@ -17,8 +17,8 @@ from adapt.settings import Settings
 from adapt.sim import from_spec
 from api.main import create_app
 from tests.api.apiutil import parse_sse
-from tests.simserver import SimServer
-from tests.workers.support import BROKER_URL, Workers
+from tests.support.simserver import SimServer
+from tests.support.workers import BROKER_URL, Workers
 
 
 def walk(node: dict[str, Any]) -> list[dict[str, Any]]:

@@ -9,9 +9,9 @@ import pytest
 from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.envs.textcraft import TextCraft, tasks
 from adapt.llm import OpenAIChatModel, OpenAICompletionModel
-from adapt.llm.openai_backend import closing_default_pool
+from adapt.llm.openai_compat.pool import closing_default_pool
 from adapt.sim import from_spec
-from tests.simserver import SimServer, start_sim_server, stop_sim_server
+from tests.support.simserver import SimServer, start_sim_server, stop_sim_server
 
 SIM = "sim:textcraft?capability=1"
 

@@ -14,7 +14,7 @@ from pydantic import ValidationError
 from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.engine.tree import Node, TaskResult
 from adapt.envs.textcraft import TextCraft
-from adapt.envs.textcraft.tasks import tasks
+from adapt.envs.textcraft.task_sets import tasks
 from adapt.llm.base import ChatModel
 from adapt.llm.spec import load_model
 

@@ -7,8 +7,8 @@ from __future__ import annotations
 import pytest
 
 from adapt.engine import MemorySink, RunConfig, run_task
+from adapt.engine.claim_checks import FEEDBACK
 from adapt.engine.profiles import apply_profile
-from adapt.engine.verification import FEEDBACK
 from adapt.envs.textcraft import TextCraft
 from adapt.llm.base import ChatRequest
 from adapt.llm.testing import FunctionModel, ScriptedModel
@@ -203,7 +203,7 @@ async def test_grammars_and_act_only_go_into_the_requests() -> None:
 async def test_cli_tree_view_shows_claim_vs_verdict() -> None:
     from rich.console import Console
 
-    from adapt.liveview import render_summary, render_tree
+    from adapt.cli.liveview import render_summary, render_tree
 
     executor = ScriptedModel(["get 3 honeycomb", "think: Task completed!"])
     sink = MemorySink()

@@ -17,9 +17,10 @@ from adapt.llm import (
     OpenAICompletionModel,
 )
 from adapt.llm.gbnf import GrammarError
-from adapt.llm.openai_backend import close_default_pool, default_pool, estimate_tokens
+from adapt.llm.openai_compat.models import estimate_tokens
+from adapt.llm.openai_compat.pool import close_default_pool, default_pool
 
-Server = Any  # conftest.FakeServer
+Server = Any  # tests.support.openai_http.FakeServer
 
 
 def chat_request(**kw: Any) -> ChatRequest:

@@ -21,7 +21,7 @@ from adapt.llm import (
     load_model,
 )
 from adapt.sim import from_spec
-from tests.simserver import SimServer, start_sim_server, stop_sim_server
+from tests.support.simserver import SimServer, start_sim_server, stop_sim_server
 
 SIM = "sim:textcraft?capability=1"
 
@@ -175,7 +175,7 @@ async def test_many_concurrent_tasks_share_one_pool(sim: SimServer, pool: Client
 
 
 async def test_default_pool_without_explicit_pool(sim: SimServer) -> None:
-    from adapt.llm.openai_backend import close_default_pool
+    from adapt.llm.openai_compat.pool import close_default_pool
 
     model = load_model(f"openai:{SIM}@{sim.base_url}")
     try:

@@ -6,7 +6,7 @@ from __future__ import annotations
 import httpx
 import pytest
 
-from adapt.llm.openai_backend import ClientPool
+from adapt.llm.openai_compat.pool import ClientPool
 from adapt.llm.transport import ShardedTransport, transport_for
 
 

@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from adapt.bench.textcraft import run_bench
 from adapt.engine.prompts import render
 from adapt.envs.textcraft import TextCraft
 from adapt.errors import InvalidConfig
+from adapt.eval.textcraft import run_bench
 
 
 def templates(prompts: str | None) -> dict[str, str]:

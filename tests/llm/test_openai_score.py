@@ -7,9 +7,9 @@ from typing import Any
 import httpx
 
 from adapt.llm import OpenAICompletionModel
-from tests.llm.conftest import completion_body
+from tests.support.openai_http import completion_body
 
-Server = Any  # conftest.FakeServer
+Server = Any  # tests.support.openai_http.FakeServer
 
 
 def echoed(tokens: list[str], logprobs: list[float | None]) -> httpx.Response:

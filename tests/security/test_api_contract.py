@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from tests.api.conftest import FakeDispatcher
 from tests.security.service import service
+from tests.support.api import FakeDispatcher
 
 QUEUED = {"broker_url": "redis://127.0.0.1:1/0"}
 

@@ -13,9 +13,9 @@ import pytest
 
 from adapt.errors import UserError
 from api.serve import check_exposure
-from tests.api.conftest import make_settings
-from tests.dbutil import postgres_database
 from tests.security.service import service
+from tests.support.api import make_settings
+from tests.support.databases import postgres_database
 
 
 def cli(db: str, *args: str, **env: str) -> subprocess.CompletedProcess[str]:

@@ -17,7 +17,7 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.simserver import SimServer, start_sim_server, stop_sim_server
+from tests.support.simserver import SimServer, start_sim_server, stop_sim_server
 from tests.ui.harness import Server, wait_for
 
 CONFIGURED = "adapt.example.test"

@@ -13,8 +13,8 @@ from adapt.store.db import create_engine, session_factory
 from adapt.store.event_log import read_events
 from adapt.store.models import EventRow, LLMCallRow, PromptBlock
 from adapt.store.prompts import call_prompts
-from tests.api.conftest import FakeDispatcher
 from tests.security.service import run_to_end, service
+from tests.support.api import FakeDispatcher
 
 BASE: dict[str, Any] = {"environment": "textcraft", "environment_config": {"seed": 3}}
 QUEUED = {"broker_url": "redis://127.0.0.1:1/0"}

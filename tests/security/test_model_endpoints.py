@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from adapt.model_factory import NO_KEY
+from adapt.service.model_factory import NO_KEY
 from tests.security.capture import capture_server
 from tests.security.service import run_to_end, service
 

@@ -23,8 +23,8 @@ from adapt.service import auth
 from adapt.store.db import create_engine, session_factory
 from adapt.store.migrate import upgrade
 from api.main import create_app
-from tests.api.conftest import FakeDispatcher, make_settings
-from tests.dbutil import postgres_database
+from tests.support.api import FakeDispatcher, make_settings
+from tests.support.databases import postgres_database
 
 EXAMPLES = int(os.environ.get("ADAPT_SCHEMATHESIS_EXAMPLES", "12"))
 

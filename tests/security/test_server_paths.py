@@ -9,8 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.api.conftest import FakeDispatcher
 from tests.security.service import service
+from tests.support.api import FakeDispatcher
 
 pytest.importorskip("llama_cpp")
 

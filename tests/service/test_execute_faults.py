@@ -19,7 +19,7 @@ from adapt.service.faults import is_database_error, public_error
 from adapt.sim import from_spec
 from tests.service.helpers import events, insert_task, persisted_tree, task_row
 from tests.service.test_execute import SIM, Counting, as_persisted, make_ctx, reference_tree
-from tests.workers.support import llm_call_count
+from tests.support.workers import llm_call_count
 
 
 def _terminate_all(url: str) -> None:

@@ -12,15 +12,15 @@ import httpx
 from sqlalchemy import func, select
 
 from adapt.engine import RunConfig
-from adapt.llm.openai_backend import retry_after_seconds
+from adapt.llm.openai_compat.errors import retry_after_seconds
 from adapt.llm.retry import BACKOFF_MAX, RetryBudget, backoff
 from adapt.service.execute import ServiceContext, execute_task
 from adapt.service.resume import resume_task
 from adapt.store.models import LLMCallRow, NodeRow
 from tests.service.helpers import events, insert_task, persisted_tree, task_row
 from tests.service.test_execute import as_persisted, make_ctx, reference_tree
-from tests.simserver import SimServer
-from tests.workers.support import http_spec, persisted_prompt_hashes, sim_prompt_hashes
+from tests.support.simserver import SimServer
+from tests.support.workers import http_spec, persisted_prompt_hashes, sim_prompt_hashes
 
 
 async def retries_recorded(ctx: ServiceContext, task_id: str) -> int:

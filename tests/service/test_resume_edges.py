@@ -18,7 +18,7 @@ from adapt.sim import from_spec
 from adapt.store.models import Task, utcnow
 from tests.service.helpers import events, insert_task, persisted_tree, task_row
 from tests.service.test_execute import SIM, Counting, as_persisted, make_ctx, reference_tree
-from tests.workers.support import llm_call_count
+from tests.support.workers import llm_call_count
 
 
 class Slow(Counting):
@@ -100,7 +100,7 @@ async def test_close_waits_for_the_lease_renewal_under_way(
     """A renewal of the heartbeat under way when the context closes lands before the close
     returns, never after (a late renewal would extend a lease the test, or another worker,
     has just expired, and the task would wait a whole lease before anyone resumed it)."""
-    from adapt.store import tasks as task_rows
+    from adapt.store import task_rows
 
     renewing, renewed = asyncio.Event(), asyncio.Event()
     real = task_rows.renew_leases

@@ -13,12 +13,12 @@ import pytest
 from sqlalchemy import insert, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from adapt.bench.perfkit import OWNER, leased_task, run_textcraft
 from adapt.engine.events import Event, FanoutSink, LLMCallMade, MemorySink, TaskFinished
 from adapt.store.db import create_engine, session_factory
 from adapt.store.event_log import NodeStates, read_events
 from adapt.store.models import EventRow, utcnow
 from adapt.store.sink import DbSink
+from benchmarks.perfkit import OWNER, leased_task, run_textcraft
 
 
 @pytest.fixture

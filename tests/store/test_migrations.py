@@ -52,7 +52,7 @@ def test_upgrade_from_0001_keeps_rows_and_adds_the_monitor_column(tmp_path) -> N
 
 
 def _old_db(backend: str, tmp_path):  # type: ignore[no-untyped-def]
-    from tests.dbutil import postgres_database, sqlite_database
+    from tests.support.databases import postgres_database, sqlite_database
 
     if backend == "sqlite":
         return sqlite_database(tmp_path, migrate=False)

@@ -10,7 +10,6 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from adapt.bench.perfkit import OWNER, leased_task, run_textcraft
 from adapt.engine.events import FanoutSink, LLMCallMade, MemorySink, NodeCreated, TaskFinished
 from adapt.engine.tree import LLMCall, Node, TaskResult
 from adapt.llm.base import ChatResponse, Usage
@@ -18,7 +17,8 @@ from adapt.store.db import create_engine, session_factory
 from adapt.store.models import LLMCallRow, PromptBlock
 from adapt.store.prompts import call_prompts, decode, encode, paragraphs
 from adapt.store.sink import DbSink
-from adapt.store.tasks import replay_material
+from adapt.store.task_rows import replay_material
+from benchmarks.perfkit import OWNER, leased_task, run_textcraft
 
 
 @pytest.fixture

@@ -12,7 +12,6 @@ import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from adapt.bench.perfkit import OWNER, leased_task
 from adapt.engine.events import LLMCallMade, NodeCreated, NodeUpdated, StepAppended, flush
 from adapt.engine.tree import LLMCall, Node, Step
 from adapt.llm.base import ChatResponse
@@ -20,6 +19,7 @@ from adapt.service.errors import LeaseLost
 from adapt.store.db import create_engine, session_factory
 from adapt.store.models import EventRow, LLMCallRow, Task
 from adapt.store.sink import DbSink
+from benchmarks.perfkit import OWNER, leased_task
 
 
 @pytest.fixture

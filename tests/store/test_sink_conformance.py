@@ -14,7 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from adapt.engine.events import Event, FanoutSink, NodeCreated
 from adapt.engine.sinktesting import CHECKS, SinkCase, check_sink
 from adapt.engine.tree import Node
-from adapt.errors import LeaseLost
+from adapt.service.errors import LeaseLost
 from adapt.store.attempt import AttemptControl
 from adapt.store.db import create_engine, session_factory
 from adapt.store.models import Task

@@ -19,7 +19,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from tests.httpreceiver import QuietHandler, serve
+from tests.support.httpreceiver import QuietHandler, serve
 
 
 def main() -> None:

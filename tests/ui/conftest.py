@@ -3,16 +3,14 @@ model over HTTP, and real ``adapt serve`` processes (keys off, and keys on)."""
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.simserver import SimServer, start_sim_server, stop_sim_server
-from tests.ui.harness import DropProxy, Server, chromium_path
+from tests.support.simserver import SimServer, start_sim_server, stop_sim_server
+from tests.ui.harness import DropProxy, Server, chromium_path, start_server
 
 #: seconds per simulated LLM call: a TextCraft game takes ~20 calls, so trees grow for ~25 s
 SLOW_LATENCY = 1.0
@@ -43,32 +41,6 @@ def sim() -> Iterator[SimServer]:
     stop_sim_server(server)
 
 
-#: the executor kind a plug-in package adds (an entry point in ``adapt.executors``)
-PLUGIN_EXECUTOR = "plugged"
-
-
-def plugin_package(root: Path) -> Path:
-    """An installed plug-in package, as pip leaves one: a ``.dist-info`` with an entry point
-    that adds an executor kind (the ReAct executor under another name). Put ``root`` on the
-    server's ``PYTHONPATH`` to install it there."""
-    info = root / "adapt_ui_plugin-0.1.dist-info"
-    info.mkdir(parents=True, exist_ok=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: adapt-ui-plugin\nVersion: 0.1\n")
-    (info / "entry_points.txt").write_text(
-        f"[adapt.executors]\n{PLUGIN_EXECUTOR} = adapt.engine.executors.react:ReActExecutor\n")
-    return root
-
-
-def start_server(tmp_path_factory: pytest.TempPathFactory, sim: SimServer) -> Server:
-    """``adapt serve`` that may call the simulated model's endpoint (the operator's list), with
-    a plug-in executor installed."""
-    s = Server(Path(tmp_path_factory.mktemp("serve")))
-    plugins = plugin_package(Path(tmp_path_factory.mktemp("plugins")))
-    path = os.pathsep.join(p for p in (str(plugins), os.environ.get("PYTHONPATH", "")) if p)
-    s.start(ADAPT_LLM_ENDPOINTS=json.dumps([sim.base_url]), PYTHONPATH=path)
-    return s
-
-
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, sim: SimServer) -> Iterator[Server]:
     s = start_server(tmp_path_factory, sim)
@@ -92,9 +64,3 @@ def page(browser: Any) -> Iterator[Any]:
     page.js_errors = errors
     yield page
     context.close()
-
-
-def slow_task(sim: SimServer, seed: int = 11, **extra: Any) -> dict[str, Any]:
-    model = f"openai:sim:textcraft?capability=1@{sim.base_url}"
-    return {"environment": "textcraft", "environment_config": {"seed": seed}, "d_max": 4,
-            "executor": {"model": model}, **extra}

@@ -1,12 +1,14 @@
 """What the browser tests drive: a real ``adapt serve`` process (embedded mode, SQLite in a temp
 dir), a slow simulated model over HTTP so trees grow while the page watches, a TCP proxy that
 can cut every open connection (a dropped event stream), the system Chromium through
-Playwright, and a 5,000-node task written straight through the store."""
+Playwright, a 5,000-node task written straight through the store, and the tasks and plug-in
+the tests submit and install."""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import json
 import os
 import shutil
 import socket
@@ -15,17 +17,23 @@ import sys
 import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
 from adapt.store.db import create_engine, session_factory
 from adapt.store.models import NodeRow, Task, utcnow
-from adapt.store.tasks import append_event
+from adapt.store.task_rows import append_event
 from tests.e2e.test_embedded_serve import Server as ServeProcess
 from tests.e2e.test_embedded_serve import free_port, wait_for
 
-__all__ = ["DropProxy", "Server", "chromium_path", "insert_big_task", "wait_for"]
+if TYPE_CHECKING:
+    import pytest
+
+    from tests.support.simserver import SimServer
+
+__all__ = ["PLUGIN_EXECUTOR", "DropProxy", "Server", "chromium_path", "insert_big_task",
+           "plugin_package", "slow_task", "start_server", "wait_for"]
 
 CHROMIUM_PATHS = ("/usr/bin/chromium", "/usr/bin/chromium-browser", "/usr/bin/google-chrome")
 
@@ -182,3 +190,35 @@ def insert_big_task(server: Server, task_id: str, size: int = 5000,
     with ThreadPoolExecutor(1) as pool:
         pool.submit(asyncio.run, _insert_big_task(server.database_url, task_id, size,
                                                   tenant)).result()
+
+
+#: the executor kind a plug-in package adds (an entry point in ``adapt.executors``)
+PLUGIN_EXECUTOR = "plugged"
+
+
+def plugin_package(root: Path) -> Path:
+    """An installed plug-in package, as pip leaves one: a ``.dist-info`` with an entry point
+    that adds an executor kind (the ReAct executor under another name). Put ``root`` on the
+    server's ``PYTHONPATH`` to install it there."""
+    info = root / "adapt_ui_plugin-0.1.dist-info"
+    info.mkdir(parents=True, exist_ok=True)
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: adapt-ui-plugin\nVersion: 0.1\n")
+    (info / "entry_points.txt").write_text(
+        f"[adapt.executors]\n{PLUGIN_EXECUTOR} = adapt.engine.executors.react:ReActExecutor\n")
+    return root
+
+
+def start_server(tmp_path_factory: pytest.TempPathFactory, sim: SimServer) -> Server:
+    """``adapt serve`` that may call the simulated model's endpoint (the operator's list), with
+    a plug-in executor installed."""
+    s = Server(Path(tmp_path_factory.mktemp("serve")))
+    plugins = plugin_package(Path(tmp_path_factory.mktemp("plugins")))
+    path = os.pathsep.join(p for p in (str(plugins), os.environ.get("PYTHONPATH", "")) if p)
+    s.start(ADAPT_LLM_ENDPOINTS=json.dumps([sim.base_url]), PYTHONPATH=path)
+    return s
+
+
+def slow_task(sim: SimServer, seed: int = 11, **extra: Any) -> dict[str, Any]:
+    model = f"openai:sim:textcraft?capability=1@{sim.base_url}"
+    return {"environment": "textcraft", "environment_config": {"seed": seed}, "d_max": 4,
+            "executor": {"model": model}, **extra}

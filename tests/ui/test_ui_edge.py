@@ -13,9 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
-from tests.simserver import SimServer
-from tests.ui.conftest import slow_task
-from tests.ui.harness import Server, chromium_path, wait_for
+from tests.support.simserver import SimServer
+from tests.ui.harness import Server, chromium_path, slow_task, wait_for
 
 pytestmark = pytest.mark.slow
 

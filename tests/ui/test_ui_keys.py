@@ -9,9 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.simserver import SimServer
-from tests.ui.conftest import slow_task, start_server
-from tests.ui.harness import Server, wait_for
+from tests.support.simserver import SimServer
+from tests.ui.harness import Server, slow_task, start_server, wait_for
 
 pytestmark = pytest.mark.slow
 

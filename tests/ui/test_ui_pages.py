@@ -13,8 +13,7 @@ from typing import Any
 
 import pytest
 
-from tests.ui.conftest import PLUGIN_EXECUTOR
-from tests.ui.harness import Server, insert_big_task, wait_for
+from tests.ui.harness import PLUGIN_EXECUTOR, Server, insert_big_task, wait_for
 
 pytestmark = pytest.mark.slow
 

@@ -8,9 +8,8 @@ from typing import Any
 
 import pytest
 
-from tests.simserver import SimServer
-from tests.ui.conftest import slow_task
-from tests.ui.harness import DropProxy, Server, wait_for
+from tests.support.simserver import SimServer
+from tests.ui.harness import DropProxy, Server, slow_task, wait_for
 
 pytestmark = pytest.mark.slow
 

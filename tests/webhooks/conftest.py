@@ -2,36 +2,16 @@
 
 from __future__ import annotations
 
-import json
 import subprocess
 import sys
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
+from tests.support.webhook_receiver import Receiver
+
 ROOT = Path(__file__).resolve().parents[2]
-
-
-@dataclass
-class Receiver:
-    url: str
-    log: Path
-    proc: subprocess.Popen[str]
-
-    def lines(self) -> list[dict[str, Any]]:
-        if not self.log.exists():
-            return []
-        return [json.loads(line) for line in self.log.read_text().splitlines() if line]
-
-    def requests(self) -> list[dict[str, Any]]:
-        return [line for line in self.lines() if "headers" in line]
-
-    def endings(self) -> list[dict[str, Any]]:
-        """When each hostile answer ended (``--huge``, ``--trickle``...) and the bytes sent."""
-        return [line for line in self.lines() if "ended" in line]
 
 
 @pytest.fixture

@@ -21,7 +21,7 @@ import threading
 import time
 from typing import Any
 
-from tests.httpreceiver import QuietHandler, serve
+from tests.support.httpreceiver import QuietHandler, serve
 
 CHUNK = b"x" * 65536
 

@@ -21,7 +21,7 @@ from adapt.service.webhooks import WebhookSender
 from adapt.store import webhooks as store
 from adapt.store.models import Task, WebhookDelivery, utcnow
 from tests.service.helpers import insert_task
-from tests.webhooks.conftest import Receiver
+from tests.support.webhook_receiver import Receiver
 from tests.webhooks.test_webhooks_service import deliveries, make_ctx
 
 MiB = 1024 * 1024

@@ -22,7 +22,7 @@ import pytest
 
 from adapt.service.execute import execute_task
 from tests.service.helpers import insert_task
-from tests.webhooks.conftest import Receiver
+from tests.support.webhook_receiver import Receiver
 from tests.webhooks.test_webhooks_service import add_webhook, make_ctx, settled
 
 NAME = "hooks.rebinding.test"

@@ -24,7 +24,7 @@ from adapt.webhooks import verify
 from tests.service.helpers import insert_task
 from tests.service.test_execute import SIM, Counting
 from tests.service.test_execute import make_ctx as service_ctx
-from tests.webhooks.conftest import Receiver
+from tests.support.webhook_receiver import Receiver
 
 #: the webhook sender's settings for these tests: the receiver on loopback, short delays
 WEBHOOK_SETTINGS: dict[str, object] = {

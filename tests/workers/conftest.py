@@ -1,1 +1,1 @@
-"""Worker test fixtures live in tests/conftest.py (the e2e tests use them too)."""
+"""Worker test fixtures live in tests/support/services.py (the e2e, API and service tests use them too)."""

@@ -11,7 +11,7 @@ import pytest
 from celery.backends.base import DisabledBackend
 
 from workers.celery_app import create_app
-from workers.tasks import register
+from workers.celery_tasks import register
 
 
 def test_every_pool_thread_shares_the_one_disabled_backend(

@@ -13,8 +13,8 @@ from adapt.engine import RunConfig
 from adapt.settings import Settings
 from tests.service.helpers import events, insert_task, persisted_tree
 from tests.service.test_execute import as_persisted, reference_tree
-from tests.simserver import SimServer
-from tests.workers.support import (
+from tests.support.simserver import SimServer
+from tests.support.workers import (
     BROKER_URL,
     Workers,
     persisted_prompt_hashes,

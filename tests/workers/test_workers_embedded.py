@@ -21,8 +21,8 @@ from adapt.settings import Settings
 from adapt.store.db import create_engine, session_factory
 from adapt.store.models import Task, utcnow
 from tests.service.helpers import insert_task, task_row
-from tests.simserver import SimServer
-from tests.workers.support import http_spec, llm_call_count, wait_finished
+from tests.support.simserver import SimServer
+from tests.support.workers import http_spec, llm_call_count, wait_finished
 from tests.workers.test_workers_crash import check_complete
 from workers.embedded import EmbeddedRunner
 

@@ -17,7 +17,7 @@ from adapt.service.warmup import preload
 from adapt.engine.planning import logic
 assert "openai" not in sys.modules and logic._parser.cache_info().currsize == 0
 preload()
-assert "openai" in sys.modules and "adapt.llm.openai_backend" in sys.modules
+assert "openai" in sys.modules and "adapt.llm.openai_compat.models" in sys.modules
 assert logic._parser.cache_info().currsize == 1  # the plan parser is built
 from adapt.envs.textcraft import book
 assert book.load_book.cache_info().currsize >= 1  # the recipe book is read

@@ -6,9 +6,9 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
+    from adapt.engine.claim_checks import Watch
     from adapt.engine.tree import Node, Step
-    from adapt.engine.verification import Watch
-    from adapt.envs.verification import Verification
+    from adapt.envs.verdicts import Verification
     from adapt.llm.base import ChatModel
 
 THOUGHT_OK = "OK."

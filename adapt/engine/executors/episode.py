@@ -14,7 +14,7 @@ rest, written once here:
   (``patience``); the executor's own ending (a final state, an answer); then the budget.
 
 ``Episode.conclude`` is the one place an ending becomes the ``ExecutionResult``. Verification
-(``adapt.engine.verification``; when the node runner watches this node, ``ExecuteOptions.watch``):
+(``adapt.engine.claim_checks``; when the node runner watches this node, ``ExecuteOptions.watch``):
 after every turn that does not end the run, a goal the environment confirms ends it
 (``verified``, no claim); at the end, a claimed success the environment refutes becomes a
 failure (``refuted``) and a claimed failure it confirms a success (``verified``). ``unknown``
@@ -33,10 +33,10 @@ from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from adapt.engine.claim_checks import Watch, check
 from adapt.engine.executors.base import THOUGHT_OK, ExecuteOptions, ExecutionResult
 from adapt.engine.tree import Step
-from adapt.engine.verification import Watch, check
-from adapt.envs.verification import Verification
+from adapt.envs.verdicts import Verification
 
 if TYPE_CHECKING:
     from adapt.engine.runtime import Run

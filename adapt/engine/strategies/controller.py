@@ -9,7 +9,7 @@
   combination of its children.
 - After every successful task node the environment's salient state is propagated to later
   executor prompts (and planner prompts, unless disabled).
-- Verification (``RunConfig.verification``, :mod:`adapt.engine.verification`): the environment
+- Verification (``RunConfig.verification``, :mod:`adapt.engine.claim_checks`): the environment
   checks each task node's goal before (already satisfied: skipped, ``verified``), during (confirmed:
   the run ends early) and after its executor run (a refuted claim fails the node, ``refuted``, and
   the evidence goes into the planner's task); a decomposed node's goal is checked again once
@@ -24,7 +24,7 @@ decides only when to execute, when to plan and when to escalate a model cascade.
 
 from __future__ import annotations
 
-from adapt.engine import verification
+from adapt.engine import claim_checks
 from adapt.engine.node_runner import NodeRunner
 from adapt.engine.planning.planner import Planner
 from adapt.engine.runtime import Run
@@ -63,7 +63,7 @@ class AdaptController:
         if result.success:
             return await runner.finish(node, True)
         if node.verdict == "refuted" and node.evidence:  # the next attempt hears why
-            task = f"{task}\n{verification.feedback(node.evidence)}"
+            task = f"{task}\n{claim_checks.feedback(node.evidence)}"
         if undo is not None and not cascade and not run.episode_done:  # a failed attempt
             undo.rollback(mark)  # leaves nothing behind
         if run.episode_done or node.depth >= run.config.d_max:

@@ -40,7 +40,7 @@ from adapt.envs.alfworld.game import Game, task_sentence
 from adapt.envs.alfworld.games import resolve
 from adapt.envs.alfworld.verify import check_go, check_take, game_kinds
 from adapt.envs.base import BaseEnvironment, StepResult, package_text, prompt_set_text
-from adapt.envs.verification import UNKNOWN, Verification, same_goal
+from adapt.envs.verdicts import UNKNOWN, Verification, same_goal
 from adapt.errors import InvalidConfig, UserError
 
 if TYPE_CHECKING:
@@ -247,7 +247,7 @@ class ALFWorld(BaseEnvironment):
     def close(self) -> None:
         self._engine.close()
 
-    # -- verification (adapt.envs.verification) ------------------------------------------------
+    # -- verification (adapt.envs.verdicts) ------------------------------------------------
     def verification_mark(self) -> object:
         """What the agent holds when a node starts (``another X`` needs a new one)."""
         return tuple(self._engine.inventory()) if self._game is not None else None

@@ -25,7 +25,7 @@ import re
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 
-from adapt.envs.verification import UNKNOWN, Verification
+from adapt.envs.verdicts import UNKNOWN, Verification
 
 _TAKE = re.compile(r"^(?:find and |go and )?(?:take|pick up|grab)\s+(.+)$")
 _GO = re.compile(r"^go to\s+(.+)$")

@@ -9,7 +9,7 @@ Actions (the verb is case-insensitive):
   gold answer within 1e-6 (units, ``$`` and thousands separators are ignored: ``answer $1,200``
   is 1200); otherwise ``Incorrect answer.`` (not done: the agent may try again).
 
-Verification (:mod:`adapt.envs.verification`): the question is decided by the answers given --
+Verification (:mod:`adapt.envs.verdicts`): the question is decided by the answers given --
 confirmed once a correct answer was submitted, refuted otherwise (a wrong answer, or none yet), so
 a task never ends ``succeeded`` with reward 0 because a wrong answer did not end the episode.
 Other (sub-)goals are ``unknown``.
@@ -30,7 +30,7 @@ from adapt.envs.base import BaseEnvironment, StepResult
 from adapt.envs.calculator.arithmetic import CalculationError, evaluate, format_number, normalize
 from adapt.envs.calculator.config import CalculatorConfig
 from adapt.envs.calculator.problems import PROBLEMS, Problem
-from adapt.envs.verification import UNKNOWN, Verification, same_goal
+from adapt.envs.verdicts import UNKNOWN, Verification, same_goal
 from adapt.errors import UserError
 
 TOLERANCE = 1e-6
@@ -139,7 +139,7 @@ class Calculator(BaseEnvironment):
     def is_failure(self, observation: str) -> bool:
         return observation.startswith(_FAILURES)
 
-    # -- verification (adapt.envs.verification) ------------------------------------------------
+    # -- verification (adapt.envs.verdicts) ------------------------------------------------
     def verification_mark(self) -> object:
         return None
 

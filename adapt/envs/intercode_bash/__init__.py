@@ -15,6 +15,6 @@ automatically when missing and the data directory is known), then::
 from adapt.envs.intercode_bash.config import InterCodeBashConfig
 from adapt.envs.intercode_bash.env import InterCodeBash
 from adapt.envs.intercode_bash.layers import prepare
-from adapt.envs.intercode_bash.tasks import TASK_SETS, Task, tasks
+from adapt.envs.intercode_bash.task_sets import TASK_SETS, Task, tasks
 
 __all__ = ["TASK_SETS", "InterCodeBash", "InterCodeBashConfig", "Task", "prepare", "tasks"]

@@ -14,6 +14,6 @@ Load the data once (``adapt data load-sql PATH``, i.e. ``loader.load_sql``), the
 from adapt.envs.intercode_sql.config import InterCodeSQLConfig
 from adapt.envs.intercode_sql.env import InterCodeSQL
 from adapt.envs.intercode_sql.loader import LoadReport, load_sql
-from adapt.envs.intercode_sql.tasks import Task, tasks
+from adapt.envs.intercode_sql.task_sets import Task, tasks
 
 __all__ = ["InterCodeSQL", "InterCodeSQLConfig", "LoadReport", "Task", "load_sql", "tasks"]

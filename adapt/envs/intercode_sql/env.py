@@ -49,7 +49,7 @@ from adapt.envs.intercode_sql.config import InterCodeSQLConfig
 from adapt.envs.intercode_sql.loader import Connection, connect, pymysql_module
 from adapt.envs.intercode_sql.reward import reward as intercode_reward
 from adapt.envs.intercode_sql.settings import SQLSettings
-from adapt.envs.verification import UNKNOWN, Verification, reward_verification, same_goal
+from adapt.envs.verdicts import UNKNOWN, Verification, reward_verification, same_goal
 from adapt.errors import InvalidConfig, UserError
 
 logger = logging.getLogger(__name__)

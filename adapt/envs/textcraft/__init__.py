@@ -9,6 +9,6 @@
 
 from adapt.envs.textcraft.config import TextCraftConfig
 from adapt.envs.textcraft.env import TextCraft
-from adapt.envs.textcraft.tasks import Task, tasks
+from adapt.envs.textcraft.task_sets import Task, tasks
 
 __all__ = ["Task", "TextCraft", "TextCraftConfig", "tasks"]

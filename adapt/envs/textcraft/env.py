@@ -38,7 +38,7 @@ from adapt.envs.textcraft.game import Game, explicit_game, game_for_goal, game_f
 from adapt.envs.textcraft.grammar import action_grammar, plan_grammar
 from adapt.envs.textcraft.recipes import Recipe, canonical, display
 from adapt.envs.textcraft.verify import verify_goal
-from adapt.envs.verification import Verification
+from adapt.envs.verdicts import Verification
 from adapt.errors import InvalidConfig, UserError
 
 logger = logging.getLogger(__name__)
@@ -227,7 +227,7 @@ class TextCraft(BaseEnvironment):
     def is_failure(self, observation: str) -> bool:
         return observation.startswith(_FAILURE_PREFIXES)
 
-    # -- verification (adapt.envs.verification; semantics in adapt.envs.textcraft.verify) -------
+    # -- verification (adapt.envs.verdicts; semantics in adapt.envs.textcraft.verify) -------
     def verification_mark(self) -> object:
         return dict(self._produced)
 

@@ -26,7 +26,7 @@ from dataclasses import dataclass
 
 from adapt.envs.textcraft.book import RecipeBook
 from adapt.envs.textcraft.recipes import display
-from adapt.envs.verification import UNKNOWN, Verification, same_goal
+from adapt.envs.verdicts import UNKNOWN, Verification, same_goal
 
 _STEP = re.compile(r"^step\s*\d+\s*:\s*")
 _FORM = re.compile(

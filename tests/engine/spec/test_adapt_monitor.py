@@ -101,7 +101,7 @@ def test_the_simulator_continues_a_cut_plan() -> None:
 
 async def test_the_monitor_saves_nodes_on_a_noisy_simulated_model() -> None:
     """With many format errors, the monitor's corrections turn into successes and fewer nodes."""
-    from adapt.bench.monitor_savings import run_monitor_bench
+    from adapt.eval.monitor_savings import run_monitor_bench
 
     bench = await run_monitor_bench(rates=[0.4], limit=30, concurrency=4)
     off, on = bench.rows

@@ -10,7 +10,7 @@ from __future__ import annotations
 import pytest
 
 from adapt.envs.intercode_bash import InterCodeBash, tasks
-from tests.envs.intercode_bash.conftest import DATA
+from tests.support.bash_data import DATA
 
 #: task id -> why its output can differ between two runs a moment apart
 UNSTABLE_OUTPUT = {

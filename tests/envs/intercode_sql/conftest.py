@@ -1,3 +1,3 @@
-"""Fixtures of the InterCode-SQL tests (defined in tests/sqldb.py, shared with the SQL bench)."""
+"""Fixtures of the InterCode-SQL tests (defined in tests/support/sqldb.py, shared with the SQL bench)."""
 
-from tests.sqldb import data_dir, env, server  # noqa: F401
+from tests.support.sqldb import data_dir, env, server  # noqa: F401

@@ -20,7 +20,7 @@ from adapt.envs.intercode_sql.env import (
 )
 from adapt.envs.testing import check_environment
 from adapt.errors import InvalidConfig, UserError
-from tests.sqldb import TIMEOUT, Server, make_env
+from tests.support.sqldb import TIMEOUT, Server, make_env
 
 POKER = {
     "db": "poker_player",

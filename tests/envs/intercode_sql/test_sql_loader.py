@@ -17,7 +17,7 @@ from adapt.envs.intercode_sql.loader import (
     without_account_statements,
 )
 from adapt.errors import UserError
-from tests.sqldb import ADMIN_PASSWORD, ADMIN_USER, HOST, PORT, Server
+from tests.support.sqldb import ADMIN_PASSWORD, ADMIN_USER, HOST, PORT, Server
 
 TINY_DB = "adapt_test_tiny_sql"
 SYSTEM_DB = "adapt_test_system_sql"

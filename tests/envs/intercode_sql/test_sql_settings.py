@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from adapt.docs_config import environment_settings
+from adapt.cli.docs_config import environment_settings
 from adapt.envs import registry
 from adapt.envs.intercode_sql import InterCodeSQL
 from adapt.envs.intercode_sql.settings import SQLSettings

@@ -16,11 +16,11 @@ import pytest
 from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.engine.executors.stateact import STOP, parse_output
 from adapt.envs.intercode_sql import InterCodeSQL, tasks
-from adapt.envs.intercode_sql.tasks import Task
+from adapt.envs.intercode_sql.task_sets import Task
 from adapt.llm.base import ChatRequest
 from adapt.llm.testing import FunctionModel, ScriptedModel
 from adapt.sim.prompt_parse import STATEACT_MARKER
-from tests.sqldb import Server, make_env
+from tests.support.sqldb import Server, make_env
 
 FIELDS = InterCodeSQL.state_fields
 #: the identifiers the StateAct executor substitutes

@@ -9,7 +9,7 @@ import pytest
 
 from adapt.envs.textcraft import Task, TextCraft, tasks
 from adapt.envs.textcraft.book import load_book
-from adapt.envs.textcraft.tasks import TEST_DEPTH2, pinned_test_goals
+from adapt.envs.textcraft.task_sets import TEST_DEPTH2, pinned_test_goals
 from adapt.errors import InvalidConfig
 
 BOOK = load_book()

@@ -6,7 +6,7 @@ import pytest
 
 from adapt.envs.textcraft import TextCraft
 from adapt.envs.textcraft.verify import parse_goal_form
-from adapt.envs.verification import Verifiable, reward_verification
+from adapt.envs.verdicts import Verifiable, reward_verification
 
 COMMANDS = [
     "craft 1 beehive using 6 planks, 3 honeycomb",

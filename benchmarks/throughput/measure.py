@@ -1,0 +1,240 @@
+"""Throughput benchmark, the measurement: many concurrent TextCraft tasks against a slow
+(simulated) LLM, and the numbers read back from the database. The command, which starts the
+worker it measures, is this package's ``__main__``:
+
+    python -m benchmarks.throughput [--tasks 200] [--latency 1.0] [--mode worker|inprocess]
+                                       [--database-url URL] [--broker-url URL] [--processes 1]
+
+Each task makes its LLM calls one after another, so with every task running at once the ideal
+LLM-call throughput is ``concurrency / latency``; :func:`measure` reports how close the run
+came over the window in which every task is in its call loop (from the moment each has had its
+first answer until the first one finishes), with the per-call stretch (the call latency the
+worker saw / the model's) and the worker process's CPU time per LLM call.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+import os
+import statistics
+import time
+import uuid
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+
+from adapt.engine import RunConfig
+from adapt.store.models import FINAL_STATUSES, LLMCallRow, Task, utcnow
+from benchmarks.perfkit import Figure, load_avg, table
+
+DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
+SIM_SPEC = "sim:textcraft?capability=1"
+
+
+async def insert_tasks(
+    sessions: async_sessionmaker[AsyncSession], n: int, model: str, first_seed: int = 0
+) -> list[str]:
+    """``n`` queued TextCraft tasks (seeds ``first_seed``..) for ``model``."""
+    rc = RunConfig(d_max=4)
+    ids = [uuid.uuid4().hex for _ in range(n)]
+    async with sessions.begin() as session:
+        session.add_all(Task(
+            id=task_id, tenant="bench", status="queued", environment="textcraft",
+            environment_config={"seed": seed}, strategy=rc.strategy, d_max=rc.d_max,
+            run_config=rc.model_dump(mode="json"), executor_model=model, planner_model=model,
+            executor_simulated=True, planner_simulated=True,
+        ) for seed, task_id in enumerate(ids, first_seed))
+    return ids
+
+
+#: tasks run before the measured ones, so that the process's one-time start-up work (imports,
+#: the first connections, the recipe book) is not counted per call
+WARMUP_TASKS = 4
+
+
+async def warm_up(sessions: async_sessionmaker[AsyncSession], dispatch: Any, model: str,
+                  timeout: float) -> None:
+    ids = await insert_tasks(sessions, WARMUP_TASKS, model, first_seed=10_000)
+    for task_id in ids:
+        await dispatch(task_id)
+    await wait_all(sessions, ids, timeout)
+
+
+async def wait_all(
+    sessions: async_sessionmaker[AsyncSession], ids: list[str], timeout: float
+) -> list[Task]:
+    deadline = time.monotonic() + timeout
+    while True:
+        async with sessions() as session:
+            done = (await session.execute(
+                select(func.count()).select_from(Task)
+                .where(Task.id.in_(ids), Task.status.in_(FINAL_STATUSES)))).scalar_one()
+        if done == len(ids):
+            break
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"only {done}/{len(ids)} tasks finished in {timeout:.0f}s")
+        await asyncio.sleep(0.2)
+    async with sessions() as session:
+        return list((await session.execute(select(Task).where(Task.id.in_(ids)))).scalars())
+
+
+def call_rate(answers: dict[str, list[datetime]], after: datetime, until: datetime) -> float:
+    """Calls per second in [after, until], summed over the tasks, from each task's answer
+    times (all of them, not only those in the window). A task's calls follow one another, so
+    each interval between two consecutive answers is one call; it counts for the fraction of
+    its length inside the window. A task that is running but answers fewer than twice inside a
+    short window still counts by the intervals that overlap it; counting the answers inside the
+    window is off by up to one call per task at each edge."""
+    window = (until - after).total_seconds()
+    if window <= 0:
+        return float("nan")
+    calls = 0.0
+    for times in answers.values():
+        ordered = sorted(times)
+        for start, end in itertools.pairwise(ordered):
+            length = (end - start).total_seconds()
+            if length <= 0:  # two answers at the same instant: the later one, where it falls
+                if after <= end <= until:
+                    calls += 1
+                continue
+            overlap = (min(end, until) - max(start, after)).total_seconds()
+            if overlap > 0:
+                calls += overlap / length
+    return calls / window
+
+
+async def _calls_between(
+    sessions: async_sessionmaker[AsyncSession], ids: list[str], after: datetime,
+    until: datetime,
+) -> tuple[float, float]:
+    """The call rate in [after, until] (:func:`call_rate`) and the mean latency, as the client
+    saw it, of the calls answered in the window."""
+    async with sessions() as session:
+        rows = (await session.execute(
+            select(LLMCallRow.task_id, LLMCallRow.created_at, LLMCallRow.latency_s)
+            .where(LLMCallRow.task_id.in_(ids)))).all()
+    answers: dict[str, list[datetime]] = {}
+    for task_id, at, _ in rows:
+        answers.setdefault(str(task_id), []).append(at)
+    inside = [float(r[2]) for r in rows if after <= r[1] <= until]
+    latency = statistics.fmean(inside) if inside else float("nan")
+    return call_rate(answers, after, until), latency
+
+
+async def _first_answers(
+    sessions: async_sessionmaker[AsyncSession], ids: list[str]
+) -> dict[str, datetime]:
+    """When each task's first LLM call was answered (recorded)."""
+    async with sessions() as session:
+        rows = (await session.execute(
+            select(LLMCallRow.task_id, func.min(LLMCallRow.created_at))
+            .where(LLMCallRow.task_id.in_(ids)).group_by(LLMCallRow.task_id))).all()
+    return {str(r[0]): r[1] for r in rows}
+
+
+def _cpu_seconds(pid: int | None) -> float:
+    """CPU seconds (user + system) of process ``pid`` (None: this process) so far."""
+    if pid is None:
+        return time.process_time()
+    # Linux: utime and stime, in clock ticks, are fields 14 and 15 of /proc/PID/stat (the
+    # command name, field 2, may hold spaces: split after its closing parenthesis)
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+async def measure(
+    sessions: async_sessionmaker[AsyncSession], ids: list[str], dispatch: Any,
+    *, latency: float, concurrency: int, timeout: float, pid: int | None = None,
+) -> dict[str, Any]:
+    """Dispatch every task, wait for all, compute the numbers. ``pid``: the worker process
+    whose CPU time is measured (None: this process, the embedded runner's)."""
+    start_wall, t0, cpu0 = utcnow(), time.monotonic(), _cpu_seconds(pid)
+    for task_id in ids:
+        await dispatch(task_id)
+    rows = await wait_all(sessions, ids, timeout)
+    if not any(r.llm_calls for r in rows):
+        errors = {r.error for r in rows}
+        raise RuntimeError(f"no task made an LLM call: {sorted(map(str, errors))[:3]}")
+    wall = time.monotonic() - t0
+    cpu = _cpu_seconds(pid) - cpu0
+    calls = sum(r.llm_calls for r in rows)
+    finished = [r.finished_at for r in rows if r.finished_at is not None]
+    first_done = min(finished)
+    # "all running": from the moment every task had its first answer (all of them are in
+    # their call loop) until the first one finished. Starting the window at the dispatch
+    # instead counted the start-up of every task (dispatch, claim, loading, the first call)
+    # as time without calls, which understated the rate most where tasks are short or few;
+    # the start-up is reported on its own (``startup_s``).
+    firsts = await _first_answers(sessions, ids)
+    last_first = max(firsts.values())
+    window = (first_done - last_first).total_seconds()
+    if window <= 0:  # a task finished before the last one's first answer: no such window
+        window_start = start_wall
+        window = (first_done - start_wall).total_seconds()
+    else:
+        window_start = last_first
+    startup = [(firsts[r.id] - r.started_at).total_seconds() - latency for r in rows
+               if r.id in firsts and r.started_at is not None]
+    rate, steady_latency = await _calls_between(sessions, ids, window_start, first_done)
+    ideal = min(len(ids), concurrency) / latency
+    runs = [(r.finished_at - r.started_at).total_seconds() for r in rows
+            if r.finished_at is not None and r.started_at is not None]
+    stretch = [(r.finished_at - r.started_at).total_seconds() / (r.llm_calls * latency)
+               for r in rows if r.finished_at and r.started_at and r.llm_calls]
+    return {
+        "tasks": len(ids),
+        "succeeded": sum(r.status == "succeeded" for r in rows),
+        "wall_s": wall,
+        "tasks_per_s": len(ids) / wall,
+        "llm_calls": calls,
+        "llm_calls_per_s": calls / wall,
+        "window_s": window,
+        "window_from_last_start": window_start is not start_wall,
+        "startup_s": statistics.median(startup),
+        "steady_llm_calls_per_s": rate,
+        "ideal_llm_calls_per_s": ideal,
+        "efficiency": rate / ideal,
+        "overall_efficiency": (calls / wall) / ideal,
+        "mean_task_latency_s": statistics.fmean(
+            (f - start_wall).total_seconds() for f in finished),
+        "mean_task_run_s": statistics.fmean(runs),
+        "mean_call_stretch": statistics.fmean(stretch),
+        "call_latency_stretch": steady_latency / latency,
+        "cpu_s": cpu,
+        "cpu_ms_per_call": 1000 * cpu / calls if calls else float("nan"),
+    }
+
+
+def format_table(result: dict[str, Any]) -> str:
+    rows = [
+        ("mode", result["mode"] + (f" ({result['processes']} process(es))"
+                                    if result["processes"] else "")),
+        ("tasks (succeeded)", f"{result['tasks']} ({result['succeeded']})"),
+        ("LLM latency", f"{result['latency_s']:.3g} s"),
+        ("wall time", f"{result['wall_s']:.2f} s"),
+        ("tasks/s", f"{result['tasks_per_s']:.2f}"),
+        ("LLM calls", f"{result['llm_calls']}"),
+        ("LLM calls/s (overall)", f"{result['llm_calls_per_s']:.1f}"),
+        ("task start-up (claim to first call sent), median", f"{result['startup_s']:.2f} s"),
+        ("all running (every task answered once .. first finish)",
+         f"{result['window_s']:.1f} s" + ("" if result["window_from_last_start"]
+                                          else " (from the dispatch: no such window)")),
+        ("LLM calls/s (all running)", f"{result['steady_llm_calls_per_s']:.1f}"),
+        ("ideal LLM calls/s", f"{result['ideal_llm_calls_per_s']:.1f}"),
+        ("efficiency (all running)", f"{100 * result['efficiency']:.0f}%"),
+        ("per-call stretch (call latency / model latency)",
+         f"{result['call_latency_stretch']:.2f}"),
+        ("mean task latency", f"{result['mean_task_latency_s']:.2f} s"),
+        ("mean run time / (calls x latency)", f"{result['mean_call_stretch']:.2f}"),
+        ("worker CPU per LLM call", f"{result['cpu_ms_per_call']:.2f} ms"),
+        ("load (1 min)", f"{load_avg():.2f}"),
+    ]
+    figures = [Figure("LLM calls/s while all run / ideal", 100 * result["efficiency"], 90.0,
+                      "%", higher=True)]
+    if result["cpu_ms_per_call"] == result["cpu_ms_per_call"]:  # not NaN
+        figures.append(Figure("worker CPU per LLM call", result["cpu_ms_per_call"], 2.0, "ms"))
+    return "\n".join([table(rows), *(f.line() for f in figures)])

@@ -1,0 +1,2 @@
+"""The tree-read benchmark: ``python -m benchmarks.tree_read`` (the command, ``__main__``) and its
+measurement (``measure``)."""
