@@ -75,27 +75,29 @@ def tracked_data_files() -> set[str]:
     return {name for name in listed if name and not name.endswith(".py")}
 
 
-def benchmark_code(names: set[str]) -> list[str]:
-    """The performance benchmarks' modules among a wheel's files: the ``benchmarks`` package, and
-    any module of the checkout's ``benchmarks/`` by its file name elsewhere (the benchmarks stay
-    in the repository; ``adapt bench``'s evaluation harness, ``adapt/eval``, ships)."""
+def benchmark_code(wheel: zipfile.ZipFile) -> list[str]:
+    """The performance benchmarks' modules among a wheel's files: the ``benchmarks`` package,
+    ``bench`` modules, and any file whose content is one of the checkout's ``benchmarks/``
+    modules wherever it was put (the benchmarks stay in the repository; ``adapt bench``'s
+    evaluation harness, ``adapt/eval``, ships)."""
     listed = subprocess.run(["git", "ls-files", "-z", "--", "benchmarks"], cwd=ROOT, check=True,
                             capture_output=True, text=True).stdout.split("\0")
-    modules = {Path(name).name for name in listed if name.endswith(".py")}
-    modules -= {"__init__.py", "__main__.py"}
-    return sorted(n for n in names if n.startswith("benchmarks/") or "/bench/" in n
-                  or "/bench_" in n or (n.endswith(".py") and Path(n).name in modules))
+    bodies = {(ROOT / name).read_bytes() for name in listed
+              if name.endswith(".py") and (ROOT / name).stat().st_size > 200}
+    return sorted(n for n in wheel.namelist() if n.startswith("benchmarks/") or "/bench/" in n
+                  or "/bench_" in n or (n.endswith(".py") and wheel.read(n) in bodies))
 
 
 def check_installed_serve(tmp_path: Path, *, shared_deps: bool) -> None:
     wheel = build_wheel(tmp_path)
-    names = set(zipfile.ZipFile(wheel).namelist())
+    archive = zipfile.ZipFile(wheel)
+    names = set(archive.namelist())
     assert {"migrations/env.py", "migrations/script.py.mako",
             "migrations/versions/0001_initial_schema.py"} <= names
     data = tracked_data_files()
     assert "adapt/envs/textcraft/prompts/paper/planner.txt" in data  # the listing works
     assert not data - names, f"package data missing from the wheel: {sorted(data - names)}"
-    assert not benchmark_code(names), f"benchmark code in the wheel: {benchmark_code(names)}"
+    assert not benchmark_code(archive), f"benchmark code in the wheel: {benchmark_code(archive)}"
     python = fresh_venv(tmp_path / "venv", wheel, shared_deps=shared_deps)
     work = tmp_path / "elsewhere"  # not the checkout: nothing may come from the source tree
     work.mkdir()
