@@ -93,9 +93,9 @@ def test_routes_call_the_service_not_the_store_or_the_engine() -> None:
 
 def test_the_store_raises_the_service_errors_and_imports_nothing_else_of_it() -> None:
     from adapt.service import errors
-    from adapt.store import sink, tasks
+    from adapt.store import attempt, task_rows
 
-    assert sink.LeaseLost is errors.LeaseLost and tasks.TaskGone is errors.TaskGone
+    assert attempt.LeaseLost is errors.LeaseLost and task_rows.TaskGone is errors.TaskGone
     assert reaching_past("adapt/store", ("adapt.service",),
                          frozenset({"adapt.service.errors"})) == []
 
