@@ -283,7 +283,7 @@ class ResolvedConfig(RunConfig):
 
 
 def field_info(model: type[BaseModel], name: str, **changes: Any) -> Any:
-    """``model``'s definition of field ``name`` (type limits, default, description), for a
+    """``model``'s definition of field ``name`` (its limits, default, description), for a
     model that maps it; ``changes``: attributes of the copy to change (``default=...``: a
     subclass's own default for a field it inherits)."""
     info: FieldInfo = copy.copy(model.model_fields[name])
@@ -296,5 +296,6 @@ __all__ = [
     "CASCADE_MAX", "D_MAX_RANGE", "REACT_STEPS_MAX", "Cascade", "CascadeOrder", "ExecutorConfig",
     "ExecutorKind", "ModelSpecText", "ModelSpecs", "MonitorConfig", "PassOutput", "PlannerConfig",
     "Profile", "ReactFormat", "ResolvedConfig", "RunConfig", "SelfAssessment",
-    "SelfAssessmentField", "StopSequence", "VerificationMode", "config_as", "config_model", "executor_config", "field_info",
+    "SelfAssessmentField", "StopSequence", "VerificationMode", "config_as", "config_model",
+    "executor_config", "field_info",
 ]
