@@ -4,10 +4,9 @@
 strategy, model specs and the real-model guard), resolves the request once
 (:func:`adapt.engine.resolve.resolve_config`: the profile, the operator's budget limits, the
 checked models) and inserts a queued task whose ``run_config`` is that resolved config: the
-worker runs it as it is. With an
-idempotency key, a repeat of the same request returns the task created first, and a different
-request under the same key raises ``IdempotencyConflict``; the unique constraint
-``(tenant, idempotency_key)`` makes this safe under concurrent submissions.
+worker runs it as it is. With an idempotency key, a repeat of the same request returns the task
+created first, and a different request under the same key raises ``IdempotencyConflict``; the
+unique constraint ``(tenant, idempotency_key)`` makes this safe under concurrent submissions.
 
 ``cancel_task`` is cooperative: it sets ``cancel_requested`` (the worker stops at the next LLM
 call boundary) and cancels a still-queued task outright, in one conditional statement.
