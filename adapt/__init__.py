@@ -26,6 +26,7 @@ if TYPE_CHECKING:
         Node,
         NullSink,
         PlannerConfig,
+        ResolvedConfig,
         RunConfig,
         Step,
         TaskResult,
@@ -33,6 +34,7 @@ if TYPE_CHECKING:
         available_executors,
         available_strategies,
         register_executor,
+        resolve_config,
         run_task,
     )
     from adapt.engine.executors.base import ExecuteOptions, ExecutionResult
@@ -47,8 +49,9 @@ if TYPE_CHECKING:
 _EXPORTS: dict[str, tuple[str, str]] = {
     **{name: ("adapt.engine", name) for name in (
         "Budget", "Event", "ExecutorConfig", "FanoutSink", "LLMCall", "MemorySink", "Node",
-        "NullSink", "PlannerConfig", "RunConfig", "Step", "TaskResult", "TreeSink",
-        "available_executors", "available_strategies", "register_executor", "run_task")},
+        "NullSink", "PlannerConfig", "ResolvedConfig", "RunConfig", "Step", "TaskResult",
+        "TreeSink", "available_executors", "available_strategies", "register_executor",
+        "resolve_config", "run_task")},
     "register_strategy": ("adapt.engine.strategies", "register"),
     "ExecuteOptions": ("adapt.engine.executors.base", "ExecuteOptions"),
     "ExecutionResult": ("adapt.engine.executors.base", "ExecutionResult"),
@@ -82,7 +85,8 @@ __all__ = [
     "AdaptError", "BaseEnvironment", "Budget", "BudgetError", "CancelledByUser", "ChatModel",
     "ChatRequest", "ChatResponse", "Environment", "Episode", "EpisodeExecutor", "Event",
     "ExecuteOptions", "ExecutionResult", "ExecutorConfig", "FanoutSink", "LLMCall", "MemorySink",
-    "Node", "NodeRunner", "NullSink", "PlannerConfig", "RunConfig", "Step", "StepResult",
-    "TaskResult", "TreeSink", "Turn", "UserError", "WrapperModel", "available_executors",
-    "available_strategies", "register_executor", "register_strategy", "run_task",
+    "Node", "NodeRunner", "NullSink", "PlannerConfig", "ResolvedConfig", "RunConfig", "Step",
+    "StepResult", "TaskResult", "TreeSink", "Turn", "UserError", "WrapperModel",
+    "available_executors", "available_strategies", "register_executor", "register_strategy",
+    "resolve_config", "run_task",
 ]

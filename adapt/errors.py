@@ -71,6 +71,17 @@ class InvalidConfig(UserError):
     """An environment config or model spec that does not validate."""
 
 
+class OverLimit(UserError):
+    """A figure of a request over the operator's maximum (a budget figure over
+    ``ADAPT_MAX_BUDGET``); ``field`` names it as the request does (``budget.max_tokens``)."""
+
+    def __init__(self, field: str, value: float, limit: float) -> None:
+        self.field = field
+        self.value = value
+        self.limit = limit
+        super().__init__(f"{field}: {value:g} is over the maximum of {limit:g}")
+
+
 class ModelSpecError(UserError):
     """A model spec string that cannot be parsed or names an unknown backend."""
 

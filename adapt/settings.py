@@ -8,8 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from adapt.engine.budget import Budget
 
 SIM_DEFAULT_MODEL = "sim:textcraft?capability=1"
 OPENAI_DEFAULT_MODEL = "openai:gpt-4o-mini"
@@ -30,19 +32,6 @@ class LLMEndpointSetting(BaseModel):
     guided_decoding: Literal["llama.cpp", "vllm"] | None = Field(
         default=None, description="The server takes GBNF grammars for constrained decoding: "
         "'llama.cpp' (request field grammar) or 'vllm' (guided_grammar). Unset: not sent.")
-
-
-class BudgetLimits(BaseModel):
-    """Per-task budget figures (unset: no figure)."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    max_llm_calls: int | None = Field(default=None, ge=1)
-    max_tokens: int | None = Field(default=None, ge=1)
-    max_nodes: int | None = Field(default=None, ge=1)
-    max_cost_usd: float | None = Field(default=None, gt=0)
-    deadline_seconds: float | None = Field(default=None, gt=0)
-    max_prompt_chars: int | None = Field(default=None, ge=1)
 
 
 class Settings(BaseSettings):
@@ -144,16 +133,17 @@ class Settings(BaseSettings):
         default=200, ge=1, description="Tasks one worker process (or the embedded server) runs "
         "at once.",
     )
-    default_budget: BudgetLimits = Field(
-        default_factory=lambda: BudgetLimits(max_llm_calls=200, max_tokens=2_000_000,
-                                             max_nodes=200, deadline_seconds=1800,
-                                             max_prompt_chars=100_000),
+    # the engine's Budget: its fields are the budget figures, defined once
+    default_budget: Budget = Field(
+        default_factory=lambda: Budget(max_llm_calls=200, max_tokens=2_000_000,
+                                       max_nodes=200, deadline_seconds=1800,
+                                       max_prompt_chars=100_000),
         description="Budget of a task for every figure its request leaves unset (JSON).",
     )
-    max_budget: BudgetLimits = Field(
-        default_factory=lambda: BudgetLimits(max_llm_calls=1000, max_tokens=10_000_000,
-                                             max_nodes=1000, deadline_seconds=4 * 3600,
-                                             max_prompt_chars=400_000),
+    max_budget: Budget = Field(
+        default_factory=lambda: Budget(max_llm_calls=1000, max_tokens=10_000_000,
+                                       max_nodes=1000, deadline_seconds=4 * 3600,
+                                       max_prompt_chars=400_000),
         description="Largest budget figure a request may ask for (JSON); larger is a 422.",
     )
     max_config_bytes: int = Field(default=65_536, ge=256,

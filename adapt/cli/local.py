@@ -6,7 +6,7 @@ import asyncio
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from pydantic import ValidationError
@@ -15,12 +15,6 @@ from rich.console import Console
 from adapt.cli.run_options import ActOnly, CascadeMode, Grammar, Verification, run_options
 from adapt.cli.support import err, fail, setup_logging, validation_message
 from adapt.errors import InvalidConfig, UserError
-
-if TYPE_CHECKING:
-    from adapt.cli.standalone import Models
-    from adapt.engine import RunConfig
-    from adapt.llm.base import ChatModel
-    from adapt.settings import Settings
 
 
 def _read_spec(value: str) -> str:
@@ -48,37 +42,10 @@ def _goal_into_config(env: str, env_config: dict[str, Any], goal: str | None) ->
     return {**env_config, "goal": goal} if "goal" in fields else env_config
 
 
-def _effective_d_max(env: str, config: RunConfig) -> int:
-    """The d_max the run will use: the profile's for the environment when none was given."""
-    from adapt.engine.profiles import apply_profile
-    from adapt.envs import registry
-
-    try:
-        return apply_profile(config, registry.get(env))[0].d_max
-    except UserError:
-        return config.d_max  # run_local reports the unknown environment
-
-
-def _cascade_models(settings: Settings, specs: list[str], model: str | None,
-                    planner_model: str | None) -> tuple[Models, list[ChatModel]]:
-    """``--cascade A,B``: the models (executor A; planner ``--planner-model``, else
-    ``--model``, else A) and the executor models in order, each spec loaded once."""
-    from adapt.cli.standalone import Models
-    from adapt.service.model_factory import ModelFactory
-
+def _check_cascade(specs: list[str]) -> None:
     if len(specs) < 2 or not all(specs) or len(set(specs)) != len(specs):
         raise InvalidConfig(f"--cascade: give two or more different model specs separated by "
                             f"commas, weakest first (got {','.join(specs)!r})")
-    factory = ModelFactory(settings, operator=True)  # the same rules as --model
-    built: dict[str, ChatModel] = {}
-
-    def build(spec: str) -> ChatModel:
-        if spec not in built:
-            built[spec] = factory.build(spec)
-        return built[spec]
-
-    chain = [build(spec) for spec in specs]
-    return Models(chain[0], build(planner_model or model or specs[0]), None), chain
 
 
 def run(
@@ -124,7 +91,13 @@ def run(
 ) -> None:
     """Run one task locally (no server, no database) and show the tree as it grows."""
     from adapt.cli.liveview import LiveTreeSink, render_summary
-    from adapt.cli.standalone import load_models, parse_config_json, run_local
+    from adapt.cli.standalone import (
+        build_models,
+        model_specs,
+        parse_config_json,
+        resolve_local,
+        run_local,
+    )
     from adapt.engine import MemorySink, RunConfig
     from adapt.llm.openai_compat.pool import closing_default_pool
     from adapt.settings import get_settings
@@ -134,11 +107,13 @@ def run(
         settings = get_settings()
         env_config = parse_config_json(config)
         chain = None if cascade is None else [s.strip() for s in cascade.split(",")]
-        if chain is not None and executor_model:
-            raise InvalidConfig("give --cascade or --executor-model, not both (the cascade's "
-                                "first model is the executor)")
+        if chain is not None:
+            if executor_model:
+                raise InvalidConfig("give --cascade or --executor-model, not both (the "
+                                    "cascade's first model is the executor)")
+            _check_cascade(chain)
         options = run_options(verification=verification, grammar=grammar, act_only=act_only,
-                              cascade_mode=cascade_mode, cascade=chain)
+                              cascade_mode=cascade_mode)
         run_config = RunConfig.model_validate({
             "strategy": strategy, "profile": profile, **options,
             **({"d_max": d_max} if d_max is not None else {}),
@@ -146,12 +121,13 @@ def run(
                          **({"max_steps": max_steps} if max_steps is not None else {}),
                          **({"spec": _read_spec(spec)} if spec else {})},
             "monitor": {} if monitor is None else {"enabled": monitor}})
-        executors: list[ChatModel] | None = None
-        if chain is None:
-            models = load_models(settings, model=model, executor_model=executor_model,
-                                 planner_model=planner_model)
-        else:
-            models, executors = _cascade_models(settings, chain, model, planner_model)
+        specs, notice = model_specs(settings, model=model, executor_model=executor_model,
+                                    planner_model=planner_model, cascade=chain)
+        env_config = _goal_into_config(env, env_config, goal)
+        # resolved once: the profile's settings for this environment, the models
+        resolved, env_config = resolve_local(env, env_config, run_config, specs)
+        models, chained = build_models(settings, specs, notice)
+        executors = chained if specs.cascade else None
     except ValidationError as exc:
         fail(validation_message(exc))
     except UserError as exc:
@@ -159,14 +135,13 @@ def run(
     if models.notice:
         err.print(f"[yellow]note:[/] {models.notice}")
 
-    env_config = _goal_into_config(env, env_config, goal)
     out = Console()
-    title = f"{env} · {strategy} · d_max {_effective_d_max(env, run_config)} · profile {profile}"
+    title = f"{env} · {strategy} · d_max {resolved.d_max} · profile {profile}"
     try:
         if as_json:
             sink = MemorySink()
             result = asyncio.run(closing_default_pool(run_local(
-                env, env_config, run_config, models, goal=goal, sink=sink, cascade=executors)))
+                env, env_config, resolved, models, goal=goal, sink=sink, cascade=executors)))
             payload = sink.tree(with_steps=True, with_calls=True)
             payload["models"] = models.describe()
             payload["environment"] = {"name": env, "config": env_config}
@@ -174,7 +149,7 @@ def run(
         else:
             with LiveTreeSink(out, title) as live:
                 result = asyncio.run(closing_default_pool(run_local(
-                    env, env_config, run_config, models, goal=goal, sink=live,
+                    env, env_config, resolved, models, goal=goal, sink=live,
                     cascade=executors)))
             out.print()
             out.rule("result", style="dim")

@@ -21,13 +21,12 @@ CascadeMode = Annotated[str | None, typer.Option(
 
 
 def run_options(*, verification: str | None = None, grammar: bool = False,
-                act_only: bool = False, cascade_mode: str | None = None,
-                cascade: list[str] | None = None) -> dict[str, Any]:
+                act_only: bool = False, cascade_mode: str | None = None) -> dict[str, Any]:
     """The ``RunConfig`` fields these options set (nothing for an option left at its default,
-    so a profile still fills it in); ``cascade``: the specs of ``executor.models``."""
+    so a profile still fills it in). The cascade's models are not among them: they are the
+    resolved config's ``models``."""
     executor = {**({"act_only": True} if act_only else {}),
-                **({"cascade": cascade_mode} if cascade_mode else {}),
-                **({"models": cascade} if cascade else {})}
+                **({"cascade": cascade_mode} if cascade_mode else {})}
     return {**({} if verification is None else {"verification": verification}),
             **({"grammar": True} if grammar else {}),
             **({"executor": executor} if executor else {})}

@@ -8,6 +8,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from adapt.engine import RunConfig, TreeSink, run_task
+from adapt.engine.config import ModelSpecs, ResolvedConfig
+from adapt.engine.resolve import resolve_config
 from adapt.engine.tree import TaskResult
 from adapt.envs import registry
 from adapt.errors import InvalidConfig
@@ -34,6 +36,46 @@ class Models:
         }
 
 
+def model_specs(
+    settings: Settings,
+    *,
+    model: str | None = None,
+    executor_model: str | None = None,
+    planner_model: str | None = None,
+    cascade: Sequence[str] | None = None,
+) -> tuple[ModelSpecs, str | None]:
+    """The models a local run names (``--model`` for both roles, ``--executor-model``,
+    ``--planner-model``, or ``--cascade``: the executor models in order, the planner
+    ``--planner-model``, else ``--model``, else the first), and the notice when the settings'
+    simulated default was chosen."""
+    default, notice = settings.resolve_default_model()
+    if cascade:
+        return ModelSpecs(executor=tuple(cascade),
+                          planner=planner_model or model or cascade[0]), None
+    base = model or default
+    if model or (executor_model and planner_model):
+        notice = None
+    return ModelSpecs(executor=(executor_model or base,), planner=planner_model or base), notice
+
+
+def build_models(settings: Settings, specs: ModelSpecs,
+                 notice: str | None = None) -> tuple[Models, list[ChatModel]]:
+    """The models ``specs`` name, each spec built once (the operator's CLI: loopback endpoints
+    and any ``.gguf`` allowed): the roles, and the executor models in cascade order."""
+    from adapt.service.model_factory import ModelFactory
+
+    factory = ModelFactory(settings, operator=True)
+    built: dict[str, ChatModel] = {}
+
+    def build(spec: str) -> ChatModel:
+        if spec not in built:
+            built[spec] = factory.build(spec)
+        return built[spec]
+
+    chain = [build(spec) for spec in specs.executor]
+    return Models(chain[0], build(specs.planner), notice), chain
+
+
 def load_models(
     settings: Settings,
     *,
@@ -41,24 +83,9 @@ def load_models(
     executor_model: str | None = None,
     planner_model: str | None = None,
 ) -> Models:
-    from adapt.service.model_factory import ModelFactory
-
-    factory = ModelFactory(settings, operator=True)  # the operator's CLI: loopback allowed
-    default, notice = settings.resolve_default_model()
-    base = model or default
-    if model:
-        notice = None
-    ex_spec = executor_model or base
-    pl_spec = planner_model or base
-    if executor_model and planner_model:
-        notice = None
-
-    def load(spec: str) -> ChatModel:
-        return factory.build(spec)
-
-    executor = load(ex_spec)
-    planner = executor if pl_spec == ex_spec else load(pl_spec)
-    return Models(executor, planner, notice)
+    specs, notice = model_specs(settings, model=model, executor_model=executor_model,
+                                planner_model=planner_model)
+    return build_models(settings, specs, notice)[0]
 
 
 def parse_config_json(text: str | None) -> dict[str, Any]:
@@ -74,18 +101,26 @@ def parse_config_json(text: str | None) -> dict[str, Any]:
     return value
 
 
+def resolve_local(env_name: str, env_config: dict[str, Any], config: RunConfig,
+                  specs: ModelSpecs) -> tuple[ResolvedConfig, dict[str, Any]]:
+    """A local run's configuration, resolved once (the profile's settings for the run and the
+    environment config, the models); ``UserError`` for an unknown environment."""
+    resolved, merged = resolve_config(config, registry.get(env_name), env_config, models=specs)
+    return resolved, dict(merged) if isinstance(merged, dict) else merged.model_dump()
+
+
 async def run_local(
     env_name: str,
     env_config: dict[str, Any],
-    config: RunConfig,
+    config: ResolvedConfig,
     models: Models,
     *,
     goal: str | None = None,
     sink: TreeSink | None = None,
     cascade: Sequence[ChatModel] | None = None,
 ) -> TaskResult:
-    """Run one task in this process. ``cascade``: the executor models in order
-    (``executor.models``), in place of ``models.executor``."""
+    """Run one task in this process with its resolved ``config`` (``resolve_local``).
+    ``cascade``: the executor models in order, in place of ``models.executor``."""
     validated = registry.validate_config(env_name, env_config)  # once, here at the edge
     env = registry.create(env_name)
     try:

@@ -15,9 +15,13 @@ class Budget(BaseModel):
 
     Tokens and cost are checked before each LLM call, so the call that crosses a limit completes
     and the next one is refused. The deadline also bounds a call in flight.
+
+    The one definition of the budget figures: the operator's default and maximum budgets
+    (``ADAPT_DEFAULT_BUDGET``, ``ADAPT_MAX_BUDGET``) are ``Budget`` values too, and the API
+    maps these fields (``api/schemas/run_config.py``).
     """
 
-    model_config = ConfigDict(extra="forbid")
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
     max_llm_calls: int | None = Field(default=None, ge=1, examples=[200])
     max_tokens: int | None = Field(default=None, ge=1, examples=[500_000])

@@ -1,39 +1,100 @@
-"""Run configuration: plain data the engine takes (the service and CLI build it)."""
+"""A run's configuration: what a caller asks for (``RunConfig``) and what runs
+(``ResolvedConfig``, made by :func:`adapt.engine.resolve.resolve_config`, the one place a
+profile, the operator's budget limits and the models are applied).
+
+Every field is defined here once (its type, default, limits and description); the API maps the
+fields it exposes from these definitions (``api/schemas/run_config.py``) and the settings use
+``Budget`` itself for the operator's figures. Every model is frozen: a configuration is a value.
+
+The executor's section is the config model of its ``kind``: fields every executor takes are in
+:class:`ExecutorConfig`, and each executor class names its own subclass as ``config_model``
+(``ReActConfig`` in ``executors/react.py``, ...; a plug-in's through the executor registry).
+``RunConfig(executor={"kind": "stateact", ...})`` validates against the StateAct model, and a
+field the kind does not take is refused.
+"""
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+import copy
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal, TypeVar
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SerializeAsAny,
+    field_validator,
+)
+from pydantic.fields import FieldInfo
 
 from adapt.engine.budget import Budget
-from adapt.engine.executors.registry import available_executors
+from adapt.engine.executors.registry import EXECUTORS, available_executors
 
 #: the range of ``RunConfig.d_max`` (the API, the CLI options and the bench grids read it here)
 D_MAX_RANGE: tuple[int, int] = (1, 8)
 #: the largest ``RunConfig.react_steps`` (the most executor steps x the deepest d_max)
 REACT_STEPS_MAX = 4000
+#: the most models one cascade may list
+CASCADE_MAX = 8
+
+# -- the closed sets, each named once --------------------------------------------------------
+Profile = Literal["default", "paper"]
+VerificationMode = Literal["env", "off"]
+CascadeOrder = Literal["before", "after"]
+SelfAssessment = Literal["thought", "any_line", "off"]
+ReactFormat = Literal["line", "numbered"]
+PassOutput = Literal["auto", "logprob", "summary", "raw", "shorter"]
+
+FROZEN = ConfigDict(extra="forbid", frozen=True)
 
 
+def _known_kind(value: str) -> str:
+    known = available_executors()
+    if value not in known:
+        raise ValueError(f"unknown executor kind {value!r}; available: {', '.join(known)}")
+    return value
+
+
+def _once_each(value: list[str]) -> list[str]:
+    seen: set[str] = set()
+    for spec in value:
+        if spec in seen:
+            raise ValueError(f"model {spec!r} is listed twice; a cascade tries each model once")
+        seen.add(spec)
+    return value
+
+
+#: an executor kind the registry knows (built-in or a plug-in's)
+ExecutorKind = Annotated[str, AfterValidator(_known_kind)]
+#: a model spec string (``adapt.llm.spec``); the service checks it against its endpoints
+ModelSpecText = Annotated[str, Field(min_length=1, max_length=1000)]
+#: executor model specs in cascade order, each once
+Cascade = Annotated[list[ModelSpecText], Field(max_length=CASCADE_MAX),
+                    AfterValidator(_once_each)]
+#: a stop sequence of a planner call
+StopSequence = Annotated[str, Field(min_length=1, max_length=32)]
+#: the field of the executors that read a self-assessment (ReAct, StateAct)
+SelfAssessmentField = Annotated[SelfAssessment, Field(
+    description="Where 'task completed' / 'task failed' count as the executor's verdict: "
+    "in a thought only, in any line, actions included (the ADaPT TextCraft code; set by "
+    "profile 'paper'), or nowhere: only the environment ends the run (StateAct's code; "
+    "profile 'paper' with the stateact executor on ALFWorld).")]
+
+
+# -- the executor: fields every executor takes; each kind's own model adds its fields ---------
 class ExecutorConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """What every executor takes. An executor's own fields are in its ``config_model``, a
+    subclass of this (this class itself for a kind that adds none)."""
 
-    kind: str = Field(
+    model_config = FROZEN
+
+    kind: ExecutorKind = Field(
         default="react",
         description="Executor design: react, stateact, stateflow, spec (an agent from a "
         "declarative behaviour specification, see `spec`) or one a plug-in package registers "
         "(entry point group `adapt.executors`).")
-    spec: str = Field(
-        default="react",
-        description="For kind 'spec': a built-in agent (react, rewoo, reflexion, cot, direct, "
-        "pass) or a whole specification (s-expression or YAML).")
-    pass_output: Literal["auto", "logprob", "summary", "raw", "shorter"] = Field(
-        default="auto",
-        description="PASS agents: what the agent gets after a batch of actions. summary / raw: "
-        "always the summarizer's summary / the raw results; logprob: the higher "
-        "length-normalised log-probability under the executor model (the paper's rule; needs a "
-        "model that can score text); shorter: the summary when it is shorter than the raw "
-        "results; auto: logprob when the model can score, else shorter.")
     max_steps: int | None = Field(
         default=None, ge=1, le=500,
         description="LLM calls per executor run; default from the environment (TextCraft: 20).",
@@ -43,77 +104,62 @@ class ExecutorConfig(BaseModel):
         description="Consecutive failed or 'OK.' observations after which the run fails "
         "(null: no such rule, as StateAct's code under profile 'paper').",
     )
-    repeat_limit: int | None = Field(
-        default=None, ge=1, le=500,
-        description="StateAct executor: the run fails when the model writes the same step this "
-        "many times in a row after the first (not executed again); null: no such rule. "
-        "Profile 'paper' on ALFWorld: 5, as StateAct's code.",
-    )
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=128, ge=1, le=8192, description="Per executor step.")
-    act_only: bool = Field(
-        default=False,
-        description="ReAct executor: actions only, no thoughts and no self-assessment; the "
-        "environment (reward) and verification decide when the node is done.")
-    models: list[Annotated[str, Field(min_length=1, max_length=1000)]] = Field(
-        default_factory=list, max_length=8,
-        description="Model cascade: executor model specs in order (e.g. a small model, then "
-        "a larger one). A task node the first fails is retried with the next (see `cascade`), "
-        "each attempt a child node labelled `attempt N: <model>`. Empty: the one executor "
-        "model (`executor.model`); a list of one is the same as that model.")
-    cascade: Literal["before", "after"] = Field(
+    cascade: CascadeOrder = Field(
         default="before",
         description="When the next model of `models` gets a failed node: 'before' its "
         "decomposition (escalate first, decompose when every model failed); 'after' it "
         "(decompose with the first model, escalate only where decomposition failed or "
         "cannot happen, at d_max).")
-    react_format: Literal["line", "numbered"] = Field(
-        default="line",
-        description="ReAct executor: 'line': one line per LLM call, an action or a think: "
-        "thought (observation OK.); 'numbered': InterCode's turns, one call writes 'Thought N:' "
-        "and 'Action N:' and the observation follows as 'Observation N:' (profile 'paper' on "
-        "InterCode-SQL and -Bash).")
-    self_assessment: Literal["thought", "any_line", "off"] = Field(
-        default="thought",
-        description="Where 'task completed' / 'task failed' count as the executor's verdict: "
-        "in a thought only, in any line, actions included (the ADaPT TextCraft code; set by "
-        "profile 'paper'), or nowhere: only the environment ends the run (StateAct's code; "
-        "profile 'paper' with the stateact executor on ALFWorld).")
 
-    @field_validator("models")
-    @classmethod
-    def _models(cls, value: list[str]) -> list[str]:
-        seen: set[str] = set()
-        for spec in value:
-            if spec in seen:
-                raise ValueError(f"model {spec!r} is listed twice; a cascade tries each model "
-                                 "once")
-            seen.add(spec)
+
+def config_model(kind: str) -> type[ExecutorConfig]:
+    """The config model of executor ``kind``: its class's ``config_model`` (through the
+    executor registry, so a plug-in's too), else :class:`ExecutorConfig`."""
+    model = getattr(EXECUTORS.get(kind), "config_model", ExecutorConfig)
+    if not (isinstance(model, type) and issubclass(model, ExecutorConfig)):
+        raise TypeError(f"executor kind {kind!r}: config_model must subclass ExecutorConfig, "
+                        f"got {model!r}")
+    return model
+
+
+def executor_config(value: ExecutorConfig | Mapping[str, Any], *,
+                    only_known: bool = False) -> ExecutorConfig:
+    """``value`` as its kind's config model (the fields it was given stay the ones set).
+
+    ``only_known``: leave out the fields the kind does not take instead of refusing them (the
+    API's flat request, a profile's or a bench's settings for any kind, and configs stored
+    before each kind had its own model)."""
+    fields = ({"kind": value.kind, **value.model_dump(exclude_unset=True)}
+              if isinstance(value, ExecutorConfig) else dict(value))
+    kind = fields.get("kind", "react")
+    if not isinstance(kind, str) or kind not in available_executors():
+        return ExecutorConfig.model_validate(fields)  # the kind's error, at executor.kind
+    model = config_model(kind)
+    if isinstance(value, model):
         return value
-
-    @field_validator("kind")
-    @classmethod
-    def _kind(cls, value: str) -> str:
-        known = available_executors()
-        if value not in known:
-            raise ValueError(f"unknown executor kind {value!r}; available: {', '.join(known)}")
-        return value
-
-    @field_validator("spec")
-    @classmethod
-    def _spec(cls, value: str) -> str:
-        from adapt.engine.spec.model import load_spec
-        from adapt.errors import UserError
-
-        try:
-            load_spec(value)
-        except UserError as exc:
-            raise ValueError(str(exc)) from None
-        return value
+    if only_known:
+        fields = {k: v for k, v in fields.items() if k in model.model_fields}
+    return model.model_validate(fields)
 
 
+C = TypeVar("C", bound=ExecutorConfig)
+
+
+def config_as(config: ExecutorConfig, model: type[C]) -> C:
+    """``config`` as ``model``, the config model of the executor that reads it: ``config``
+    itself when it is one (the usual case), else the fields of it ``model`` takes (the
+    ``stateflow`` strategy runs its machine whatever ``executor.kind`` says)."""
+    if isinstance(config, model):
+        return config
+    fields = config.model_dump(exclude_unset=True)
+    return model.model_validate({k: v for k, v in fields.items() if k in model.model_fields})
+
+
+# -- the planner and the decoding monitor ----------------------------------------------------
 class MonitorConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = FROZEN
 
     enabled: bool = Field(
         default=True,
@@ -125,11 +171,11 @@ class MonitorConfig(BaseModel):
 
 
 class PlannerConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    model_config = FROZEN
 
     temperature: float = Field(default=0.0, ge=0.0, le=2.0)
     max_tokens: int = Field(default=512, ge=1, le=16384)
-    stop: list[Annotated[str, Field(min_length=1, max_length=32)]] = Field(
+    stop: list[StopSequence] = Field(
         default_factory=list, max_length=4,
         description="Stop sequences of a planner call (none by default; profile 'paper' uses a "
         "blank line on ALFWorld, as the ADaPT code).")
@@ -138,10 +184,40 @@ class PlannerConfig(BaseModel):
     )
 
 
-class RunConfig(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+# -- the models a run calls ------------------------------------------------------------------
+class ModelSpecs(BaseModel):
+    """The models of a resolved run, as spec strings: the executor's (in cascade order: a
+    failed node goes to the next, see ``executor.cascade``) and the planner's."""
 
-    profile: Literal["default", "paper"] = Field(
+    model_config = FROZEN
+
+    executor: tuple[ModelSpecText, ...] = Field(min_length=1, max_length=CASCADE_MAX)
+    planner: ModelSpecText
+
+    @field_validator("executor")
+    @classmethod
+    def _once(cls, value: tuple[str, ...]) -> tuple[str, ...]:
+        _once_each(list(value))
+        return value
+
+    @property
+    def cascade(self) -> bool:
+        """More than one executor model."""
+        return len(self.executor) > 1
+
+
+# -- the run ---------------------------------------------------------------------------------
+def _default_executor() -> ExecutorConfig:
+    return executor_config({})
+
+
+class RunConfig(BaseModel):
+    """What a caller asks for; a field left unset is the profile's to fill
+    (:func:`adapt.engine.resolve.resolve_config`)."""
+
+    model_config = FROZEN
+
+    profile: Profile = Field(
         default="default",
         description="'default': the project's improved behaviour; 'paper': the published "
         "protocols (prompts, knobs, baselines) of the papers, per environment (see "
@@ -156,14 +232,14 @@ class RunConfig(BaseModel):
         description="Strategy react (the executor alone on the whole task): its step budget. "
         "Default: the executor's steps x d_max (the ADaPT paper's rule); profile 'paper' sets "
         "the published budget (TextCraft and ALFWorld 60, InterCode 10).")
-    executor: ExecutorConfig = Field(default_factory=ExecutorConfig)
+    executor: SerializeAsAny[ExecutorConfig] = Field(default_factory=_default_executor)
     planner: PlannerConfig = Field(default_factory=PlannerConfig)
     monitor: MonitorConfig = Field(
         default_factory=MonitorConfig,
         description="The decoding monitor on the executor's and planner's output (on by default).")
     budget: Budget = Field(default_factory=Budget)
     seed: int | None = Field(default=None, description="Passed to the models with every call.")
-    verification: Literal["env", "off"] = Field(
+    verification: VerificationMode = Field(
         default="env",
         description="'env': the environment checks every task node's goal (a refuted claim "
         "fails the node, a confirmed goal ends or skips it; see docs/verification.md); 'off': "
@@ -173,3 +249,53 @@ class RunConfig(BaseModel):
         description="Constrained decoding: send the environment's grammars (valid actions for "
         "the executor, checkable plan lines for the planner) with the requests; local: models "
         "and endpoints configured with guided_decoding apply them, others ignore them.")
+
+    @field_validator("executor", mode="before")
+    @classmethod
+    def _executor(cls, value: Any) -> Any:
+        if isinstance(value, ExecutorConfig | Mapping):
+            return executor_config(value)
+        return value
+
+
+class ResolvedConfig(RunConfig):
+    """A run's configuration with everything applied: the profile, the operator's budget
+    limits and the models. The engine takes it as it is; it is frozen, and stored as the
+    task's ``run_config``."""
+
+    models: ModelSpecs | None = Field(
+        default=None,
+        description="The models by spec (null: the caller passed the models themselves, as a "
+        "library caller of run_task does).")
+
+    @classmethod
+    def from_stored(cls, data: Mapping[str, Any], *, executor_model: str,
+                    planner_model: str) -> ResolvedConfig:
+        """A stored ``run_config``. Rows written before the resolved config kept the cascade
+        in ``executor.models`` (empty: the task's ``executor_model``), the models in the
+        task's columns, and every executor kind's fields in one flat ``executor``."""
+        data = dict(data)
+        executor = dict(data.get("executor") or {})
+        cascade = executor.pop("models", None) or [executor_model]
+        data.setdefault("models", {"executor": cascade, "planner": planner_model})
+        data["executor"] = executor_config(executor, only_known=True)
+        return cls.model_validate(data)
+
+
+def field_info(model: type[BaseModel], name: str, **changes: Any) -> Any:
+    """``model``'s definition of field ``name`` (its limits, default, description), for a
+    model that maps it; ``changes``: attributes of the copy to change (``default=...``: a
+    subclass's own default for a field it inherits)."""
+    info: FieldInfo = copy.copy(model.model_fields[name])
+    for key, value in changes.items():
+        setattr(info, key, value)
+    return info
+
+
+__all__ = [
+    "CASCADE_MAX", "D_MAX_RANGE", "REACT_STEPS_MAX", "Cascade", "CascadeOrder", "ExecutorConfig",
+    "ExecutorKind", "ModelSpecText", "ModelSpecs", "MonitorConfig", "PassOutput", "PlannerConfig",
+    "Profile", "ReactFormat", "ResolvedConfig", "RunConfig", "SelfAssessment",
+    "SelfAssessmentField", "StopSequence", "VerificationMode", "config_as", "config_model",
+    "executor_config", "field_info",
+]

@@ -23,7 +23,7 @@ from adapt.engine.claim_checks import Watch
 from adapt.engine.executors import make_executor
 from adapt.engine.executors.base import ExecuteOptions, ExecutionResult, Executor
 from adapt.engine.runtime import Run
-from adapt.engine.tree import Node
+from adapt.engine.tree import Node, Termination
 from adapt.envs.base import undoable
 
 
@@ -125,7 +125,7 @@ class NodeRunner:
             if undo is not None and not run.episode_done:
                 undo.rollback(undo_mark)
         if result is None:
-            return ExecutionResult(False, None, run.reward, "done", 0)
+            return ExecutionResult(False, None, run.reward, Termination.DONE, 0)
         await self.record(node, result)
         return result
 
@@ -153,8 +153,8 @@ class NodeRunner:
         if before.verdict != "confirmed":
             return None
         await run.update(node, executor_success=True, verdict="confirmed",
-                         evidence=before.evidence, termination="verified")
-        return ExecutionResult(True, None, 0.0, "verified", 0)
+                         evidence=before.evidence, termination=Termination.VERIFIED)
+        return ExecutionResult(True, None, 0.0, Termination.VERIFIED, 0)
 
     async def finish(self, node: Node, ok: bool) -> bool:
         """End ``node`` as succeeded or failed; a task node's success hands the

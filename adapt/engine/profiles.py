@@ -20,27 +20,25 @@ class lists what its paper (or, where the paper is silent, the authors' code) us
 The executor design of ``by_executor`` is ``executor.kind``, or ``stateflow`` under the
 standalone ``stateflow`` strategy (which runs the machine whatever the kind says).
 
-Settings given explicitly win over the profile's: :func:`apply_profile` only fills the top-level
-fields and the fields of ``executor``, ``planner`` and ``monitor`` the caller did not set
-(pydantic's ``model_fields_set``: ``d_max`` left out of an API request or ``adapt run`` is
-filled, ``"d_max": 3`` is kept), and only the ``environment_config`` keys not given. Applying a
-profile twice changes nothing, so the edges (API, CLI, bench) apply it to store what ran, and
-``run_task`` applies it for library callers.
+This module says what a profile sets; :func:`adapt.engine.resolve.resolve_config` applies it,
+once, where a run's configuration is resolved: it fills only the top-level fields and the fields
+of ``executor``, ``planner`` and ``monitor`` the caller did not set (pydantic's
+``model_fields_set``: ``d_max`` left out of an API request or ``adapt run`` is filled,
+``"d_max": 3`` is kept; an ``executor`` setting the executor's kind does not take is left out),
+and only the ``environment_config`` keys not given.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any, Literal
+from typing import Any, get_args
 
-from adapt.engine.config import RunConfig
+from adapt.engine.config import Profile, RunConfig
 from adapt.envs.base import paper_profile
 
-Profile = Literal["default", "paper"]
-PROFILES: tuple[str, ...] = ("default", "paper")
+PROFILES: tuple[str, ...] = get_args(Profile)
 #: what ``paper`` sets for every environment (the papers ran without a decoding monitor)
 PAPER_COMMON: dict[str, dict[str, Any]] = {"monitor": {"enabled": False}}
-_SECTIONS = ("executor", "planner", "monitor")
 #: top-level fields ``paper`` sets everywhere (the papers' executors decided by their own
 #: claim); an environment's ``run`` section adds its own (``d_max``, ``react_steps``)
 PAPER_TOP: dict[str, Any] = {"verification": "off"}
@@ -68,40 +66,14 @@ def design(config: RunConfig) -> str:
     return "stateflow" if config.strategy == "stateflow" else config.executor.kind
 
 
-def _executor_settings(profile: str, env: object, kind: str) -> dict[str, Any]:
+def executor_settings(profile: str, env: object, kind: str) -> dict[str, Any]:
+    """What a profile's ``by_executor`` entry for executor design ``kind`` sets: executor
+    fields, and the sections of ``SECTION_KEYS``."""
     if profile != "paper":
         return {}
     own: Mapping[str, Any] = paper_profile(env)
     return dict(own.get("by_executor", {}).get(kind, {}))
 
 
-def apply_profile(config: RunConfig, env: object,
-                  env_config: Mapping[str, Any] | None = None) -> tuple[RunConfig, dict[str, Any]]:
-    """``config`` and ``env_config`` with the profile's settings filled in where the caller set
-    nothing (see the module docstring)."""
-    given = dict(env_config or {})
-    settings = profile_settings(config.profile, env)
-    if not settings:
-        return config, given
-    own = _executor_settings(config.profile, env, design(config))
-    for key in SECTION_KEYS:
-        settings.setdefault(key, {}).update(own.pop(key, {}))
-    settings.setdefault("executor", {}).update(own)
-    # what the caller set, plus the profile's values: the result's fields_set says what was
-    # chosen (executors that pick their own default for an unset field keep doing so)
-    data = config.model_dump(exclude_unset=True)
-    data["profile"] = config.profile
-    for section in _SECTIONS:
-        explicit = getattr(config, section).model_fields_set
-        chosen = data.setdefault(section, {})
-        for key, value in settings.get(section, {}).items():
-            if key not in explicit:
-                chosen[key] = value
-    for key, value in settings.get("run", {}).items():
-        if key not in config.model_fields_set:
-            data[key] = value
-    extra = settings.get("environment_config", {})
-    return RunConfig.model_validate(data), {**extra, **given}
-
-
-__all__ = ["PROFILES", "Profile", "apply_profile", "design", "profile_settings"]
+__all__ = ["PAPER_COMMON", "PAPER_TOP", "PROFILES", "SECTION_KEYS", "Profile", "design",
+           "executor_settings", "profile_settings"]

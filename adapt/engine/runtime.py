@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel
 
 from adapt.engine.budget import BudgetTracker
-from adapt.engine.config import RunConfig
+from adapt.engine.config import ResolvedConfig
 from adapt.engine.events import (
     EventReceiver,
     LLMCallFailed,
@@ -80,7 +80,7 @@ class Run:
     def __init__(
         self,
         env: Environment,
-        config: RunConfig,
+        config: ResolvedConfig,
         executor_model: ChatModel | Sequence[ChatModel],
         planner_model: ChatModel | None = None,
         *,

@@ -45,7 +45,7 @@ from adapt.engine.events import (
     TaskFinished,
     TreeSink,
 )
-from adapt.engine.tree import LLMCall, Node, Plan, Step, TaskResult, UsageTotals
+from adapt.engine.tree import LLMCall, Node, Plan, Step, TaskResult, Termination, UsageTotals
 from adapt.llm.base import ChatResponse, Usage
 
 #: every check, in the order they run
@@ -141,11 +141,11 @@ def sample_stream() -> list[Op]:
                                text="think: Too hard. Task failed!", observation="OK.")),
         NodeUpdated(node=node(root, status="running", steps_count=1, usage=usage,
                               executor_success=False, self_assessed=False, claim=False,
-                              termination="failed")),
+                              termination=Termination.FAILED)),
         "flush_soon",
         _call(2, 1, "planner", "Plan: make a thing.\n", plan.raw),
         NodeUpdated(node=node(root, status="running", steps_count=1, plan=plan, logic="and",
-                              termination="failed")),
+                              termination=Termination.FAILED)),
         NodeCreated(node=first),
         NodeCreated(node=second),
         NodeUpdated(node=node(first, status="running")),
@@ -154,7 +154,7 @@ def sample_stream() -> list[Op]:
         StepAppended(step=Step(kind="action", node_id=2, index=1, raw="get part",
                                text="get part", observation="Got a part.", reward=0.0)),
         NodeUpdated(node=node(first, status="succeeded", success=True, steps_count=1,
-                              termination="completed", context_out="Holds: a part")),
+                              termination=Termination.COMPLETED, context_out="Holds: a part")),
         NodeUpdated(node=node(second, status="running", context_in="Holds: a part")),
         "flush_soon",
         LLMCallFailed(node_id=3, role="executor", model="kit-model",

@@ -10,9 +10,9 @@ from typing import Any
 from pydantic import BaseModel
 
 from adapt.engine.claim_checks import final_verdict
-from adapt.engine.config import RunConfig
+from adapt.engine.config import ResolvedConfig, RunConfig
 from adapt.engine.events import EventReceiver, TaskFinished, TreeSink
-from adapt.engine.profiles import apply_profile
+from adapt.engine.resolve import resolve_config
 from adapt.engine.runtime import CancelCheck, PriceFn, Run
 from adapt.engine.strategies import get_strategy
 from adapt.engine.tree import FinalStatus, Node, NodeStatus, Step, TaskResult
@@ -35,18 +35,15 @@ from adapt.llm.base import ChatModel
 log = logging.getLogger(__name__)
 
 
-def _with_profile(
+def _resolved(
     config: RunConfig, env: Environment, env_config: BaseModel | Mapping[str, Any]
-) -> tuple[RunConfig, BaseModel]:
-    """The run config and the validated environment config, with the profile's settings
-    where the caller set none."""
-    if not isinstance(env_config, BaseModel):
-        config, merged = apply_profile(config, env, env_config)
-        return config, validate_config(env, merged)
-    validated = validate_config(env, env_config)
-    config, extra = apply_profile(config, env, {})
-    unset = {k: v for k, v in extra.items() if k not in validated.model_fields_set}
-    return config, validated.model_copy(update=unset) if unset else validated
+) -> tuple[ResolvedConfig, BaseModel]:
+    """The resolved config and the validated environment config: a ``ResolvedConfig`` as it
+    is; a ``RunConfig`` resolved here (a library caller's)."""
+    if isinstance(env_config, BaseModel):
+        env_config = validate_config(env, env_config)
+    resolved, merged = resolve_config(config, env, env_config)
+    return resolved, validate_config(env, merged)
 
 
 async def run_task(
@@ -64,9 +61,11 @@ async def run_task(
     """Start an episode of ``env`` with ``env_config`` and run one task; emits events to
     ``sink``.
 
-    ``env_config`` is validated against the environment's ``config_model`` here, once, unless
-    it is already such a model (validated at the edge, e.g. ``registry.validate_config``); the
-    profile's environment settings fill the fields it left unset.
+    ``config``: a ``ResolvedConfig`` runs as it is (the service's stored one, ``adapt run``'s);
+    a ``RunConfig`` is resolved here first (``resolve_config``: the profile's settings where it
+    set none). ``env_config`` is validated against the environment's ``config_model`` here,
+    once, unless it is already such a model (validated at the edge, e.g.
+    ``registry.validate_config``).
 
     ``executor_model``: one model, or the cascade (``executor.models``) in order.
 
@@ -76,9 +75,9 @@ async def run_task(
     prompt template) raise before anything runs.
     """
     strategy = get_strategy(config.strategy)
-    config, env_settings = _with_profile(config, env, env_config)
-    run = Run(env, config, executor_model, planner_model, sink=sink, cancel=cancel, price=price,
-              env_config=env_settings)
+    resolved, env_settings = _resolved(config, env, env_config)
+    run = Run(env, resolved, executor_model, planner_model, sink=sink, cancel=cancel,
+              price=price, env_config=env_settings)
     started = time.monotonic()
     observation = await start_episode_async(env, env_settings)
     root_goal = goal or env.goal
@@ -131,9 +130,9 @@ async def run_task(
         verdict=None if final_check is None else final_check.verdict,
         reward=run.reward,
         goal=root_goal,
-        strategy=config.strategy,
-        profile=config.profile,
-        d_max=config.d_max,
+        strategy=resolved.strategy,
+        profile=resolved.profile,
+        d_max=resolved.d_max,
         usage=run.usage.model_copy(),
         usage_by_role={k: v.model_copy() for k, v in run.usage_by_role.items()},
         monitor=run.monitor_totals.model_copy(),

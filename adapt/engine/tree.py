@@ -6,6 +6,7 @@ of them into JSON. The engine mutates its own copies and emits snapshots to sink
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Annotated, Any, Literal, get_args
 
 from pydantic import BaseModel, Field
@@ -26,6 +27,38 @@ FINAL_NODE_STATUSES: frozenset[str] = frozenset(NODE_STATUSES) - {"pending", "ru
 FINAL_STATUSES: tuple[str, ...] = get_args(FinalStatus)
 TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
 StepKind = Literal["thought", "action"]
+
+
+class Termination(StrEnum):
+    """Why an executor run ended (``Node.termination``), or what a node that was not executed
+    holds instead. Stored and sent as its value."""
+
+    #: the environment gave a reward > 0
+    REWARD = "reward"
+    #: the environment ended the episode without a reward
+    DONE = "done"
+    #: the executor said the task is completed (a final state said so, for StateFlow)
+    COMPLETED = "completed"
+    #: the executor said the task failed
+    FAILED = "failed"
+    #: ``executor.patience`` failed observations in a row
+    PATIENCE = "patience"
+    #: the step budget (``executor.max_steps``) was used up
+    MAX_STEPS = "max_steps"
+    #: StateFlow's turn limit was reached
+    MAX_TURNS = "max_turns"
+    #: the environment confirmed the goal (verification)
+    VERIFIED = "verified"
+    #: the environment refuted the executor's claim (verification)
+    REFUTED = "refuted"
+    #: StateAct's ``executor.repeat_limit``: the same step too many times in a row
+    REPETITION = "repetition"
+    #: a spec agent's answer the environment marked wrong
+    INCORRECT = "incorrect"
+    #: a spec agent answered, and nothing confirmed or refuted it
+    ANSWERED = "answered"
+    #: plan-and-execute's root: it holds the plan and was not executed
+    PLANNED = "planned"
 
 
 class UsageTotals(BaseModel):
@@ -107,6 +140,8 @@ class Node(BaseModel):
     evidence: str | None = None
     success: bool | None = None
     reward: float | None = None
+    #: a ``Termination`` value; a plain string here, so events stored before a value was added
+    #: still read, and a client keeps working when one is added
     termination: str | None = None
     plan: Plan | None = None
     context_in: str | None = None

@@ -36,8 +36,9 @@ from typing import TYPE_CHECKING, Any, Generic, ParamSpec, Protocol, TypeVar
 from pydantic import BaseModel, Field
 
 from adapt.engine import RunConfig, available_executors, available_strategies
-from adapt.engine.config import D_MAX_RANGE
-from adapt.engine.profiles import PROFILES, apply_profile
+from adapt.engine.config import D_MAX_RANGE, ResolvedConfig, executor_config
+from adapt.engine.profiles import PROFILES
+from adapt.engine.resolve import resolve_config
 from adapt.errors import InvalidConfig
 from adapt.llm.base import ChatModel
 from adapt.llm.openai_compat.pool import closing_default_pool
@@ -224,7 +225,8 @@ class Cell:
     design: Design
     d_max: int
     executor: str
-    config: RunConfig
+    #: the cell's resolved config (every task of the cell runs it as it is)
+    config: ResolvedConfig
     #: environment config the profile (or the bench) adds to every task's
     env_extra: dict[str, Any] = field(default_factory=dict)
 
@@ -239,10 +241,11 @@ def make_cells(models: Sequence[BenchModel], profiles: Sequence[str],
                env_extra: dict[str, Any] | None = None,
                settings: dict[str, Any] | None = None) -> list[Cell]:
     """Every (model, profile, design, d_max, executor kind) in that order, with its config:
-    ``base_config`` plus the cell's choices plus ``settings`` (e.g. the seed), the profile
-    filling in what was left unset for ``env`` (an environment class)."""
+    ``base_config`` plus the cell's choices plus ``settings`` (e.g. the seed), resolved for
+    ``env`` (an environment class): the profile fills in what was left unset, and an executor
+    setting the cell's kind does not take (``--act-only`` for stateact) is left out."""
     base = (base_config or RunConfig()).model_dump(exclude_unset=True)
-    configs: dict[tuple[str, str, int, str], tuple[RunConfig, dict[str, Any]]] = {}
+    configs: dict[tuple[str, str, int, str], tuple[ResolvedConfig, dict[str, Any]]] = {}
     cells: list[Cell] = []
     for m in models:
         for p in profiles:
@@ -251,11 +254,14 @@ def make_cells(models: Sequence[BenchModel], profiles: Sequence[str],
                     for k in kinds if design.executor is None else [design.executor]:
                         key = (p, design.strategy, d, k)
                         if key not in configs:
+                            executor = executor_config({**base.get("executor", {}), "kind": k},
+                                                       only_known=True)
                             chosen = RunConfig.model_validate(
                                 {**base, "profile": p, "strategy": design.strategy, "d_max": d,
-                                 **(settings or {}),
-                                 "executor": {**base.get("executor", {}), "kind": k}})
-                            configs[key] = apply_profile(chosen, env, env_extra)
+                                 **(settings or {}), "executor": executor})
+                            resolved, extra = resolve_config(chosen, env, env_extra or {})
+                            configs[key] = (resolved, dict(extra) if isinstance(extra, dict)
+                                            else extra.model_dump(exclude_unset=True))
                         config, extra = configs[key]
                         cells.append(Cell(m, p, design, d, k, config, extra))
     return cells

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from adapt.engine import RunConfig, run_task
+from adapt.engine import run_task
+from adapt.engine.config import ModelSpecs, ResolvedConfig
 from adapt.engine.events import FanoutSink, TreeSink
 from adapt.engine.tree import TaskResult
 from adapt.envs import registry
@@ -53,7 +54,8 @@ class Attempt:
     task: Task
     number: int
     env: Environment
-    config: RunConfig
+    #: the task's resolved config, as stored at submission: the engine runs it as it is
+    config: ResolvedConfig
     #: the executor models in cascade order (the first is the task's executor model)
     executors: list[ChatModel]
     planner: ChatModel
@@ -68,7 +70,8 @@ class Attempt:
 
     async def run(self) -> TaskResult:
         return await run_task(
-            # validated once, by run_task (the API validated it before storing it)
+            # the environment config is validated once, by run_task (the API validated it
+            # before storing it); the config is resolved already (profile, budget, models)
             self.env, self.task.environment_config, self.config, self.executors, self.planner,
             goal=self.task.goal, sink=self.sink, cancel=self.cancelled, price=self.ctx.price,
         )
@@ -94,7 +97,7 @@ async def prepare_attempt(ctx: ServiceContext, task_id: str, attempt: int) -> At
     if task is None:
         raise TaskGone(f"task {task_id} no longer exists")
     recording, skip = await _load_replay(ctx, task_id)
-    config = RunConfig.model_validate(task.run_config)
+    config = stored_config(task)
     env = registry.create(task.environment)
     try:
         return await _assemble(ctx, task, attempt, env, config, recording, skip)
@@ -103,8 +106,15 @@ async def prepare_attempt(ctx: ServiceContext, task_id: str, attempt: int) -> At
         raise
 
 
+def stored_config(task: Task) -> ResolvedConfig:
+    """The resolved config ``task`` stored (a row written before configs were resolved
+    names its models in its columns)."""
+    return ResolvedConfig.from_stored(task.run_config, executor_model=task.executor_model,
+                                      planner_model=task.planner_model)
+
+
 async def _assemble(ctx: ServiceContext, task: Task, attempt: int, env: Environment,
-                    config: RunConfig, recording: Recording, skip: int) -> Attempt:
+                    config: ResolvedConfig, recording: Recording, skip: int) -> Attempt:
     cursor = ReplayCursor()
     budget = RetryBudget(ctx.settings.llm_retry_budget)
 
@@ -112,11 +122,12 @@ async def _assemble(ctx: ServiceContext, task: Task, attempt: int, env: Environm
         live = ctx.live_model(spec, budget)
         return RecordingModel(ReplayModel(recording, live=live, cursor=cursor))
 
-    executor = wrap(task.executor_model)
-    planner = executor if task.planner_model == task.executor_model else wrap(task.planner_model)
-    # a cascade (executor.models, checked at submission like executor.model): its first model
-    # is the task's executor model
-    cascade = [executor, *(wrap(spec) for spec in config.executor.models[1:])]
+    # the models the resolved config names (checked at submission), each spec wrapped once
+    models = config.models or ModelSpecs(executor=(task.executor_model,),
+                                         planner=task.planner_model)
+    wrapped = {spec: wrap(spec) for spec in dict.fromkeys((*models.executor, models.planner))}
+    cascade = [wrapped[spec] for spec in models.executor]
+    planner = wrapped[models.planner]
     # what the database says to this attempt (cancel, lease lost), apart from the sinks
     control = AttemptControl(task.id, attempt, ctx.worker_id,
                              cancel_requested=task.cancel_requested)

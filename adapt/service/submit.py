@@ -1,10 +1,12 @@
 """Create and cancel persisted tasks (the API's write side; no web framework here).
 
 ``submit_task`` validates what the engine cannot check until it runs (environment, its config,
-strategy, model specs and the real-model guard), then inserts a queued task. With an
-idempotency key, a repeat of the same request returns the task created first, and a different
-request under the same key raises ``IdempotencyConflict``; the unique constraint
-``(tenant, idempotency_key)`` makes this safe under concurrent submissions.
+strategy, model specs and the real-model guard), resolves the request once
+(:func:`adapt.engine.resolve.resolve_config`: the profile, the operator's budget limits, the
+checked models) and inserts a queued task whose ``run_config`` is that resolved config: the
+worker runs it as it is. With an idempotency key, a repeat of the same request returns the task
+created first, and a different request under the same key raises ``IdempotencyConflict``; the
+unique constraint ``(tenant, idempotency_key)`` makes this safe under concurrent submissions.
 
 ``cancel_task`` is cooperative: it sets ``cancel_requested`` (the worker stops at the next LLM
 call boundary) and cancels a still-queued task outright, in one conditional statement.
@@ -25,11 +27,11 @@ from typing import Any
 from pydantic import BaseModel
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from adapt.engine.config import RunConfig
-from adapt.engine.profiles import apply_profile
+from adapt.engine.config import ModelSpecs, ResolvedConfig, RunConfig
+from adapt.engine.resolve import BudgetLimits, resolve_config
 from adapt.engine.strategies import available_strategies
 from adapt.envs import registry
-from adapt.errors import InvalidConfig, UnknownEnvironment, UserError
+from adapt.errors import InvalidConfig, OverLimit, UnknownEnvironment, UserError
 from adapt.service.errors import IdempotencyConflict, RateLimited, SubmissionInvalid
 from adapt.service.model_factory import ModelChoice, ModelFactory
 from adapt.service.paths import PathNotAllowed, check_server_paths
@@ -49,6 +51,18 @@ class WebhookRequest:
 
 
 @dataclass(frozen=True)
+class ModelRequest:
+    """The models a request names, as specs (``None`` / empty: not named)."""
+
+    #: the executor's model (the API's ``executor.model``; unset: the server's default)
+    executor: str | None = None
+    #: a model cascade instead (``executor.models``, in order)
+    cascade: tuple[str, ...] = ()
+    #: the planner's (``planner.model``; unset: the executor's first model)
+    planner: str | None = None
+
+
+@dataclass(frozen=True)
 class Submission:
     """What a user asks for, already type-checked (e.g. by the API's request model)."""
 
@@ -56,10 +70,21 @@ class Submission:
     environment_config: Mapping[str, Any]
     run_config: RunConfig
     goal: str | None = None
-    executor_model: str | None = None
-    planner_model: str | None = None  # None: the executor's model
+    models: ModelRequest = ModelRequest()
     #: ``{"url": ..., "events": [...]}``: this task's own webhook (see adapt.webhooks)
     webhook: WebhookRequest | None = None
+
+
+@dataclass(frozen=True)
+class Validated:
+    """A submission checked and resolved: what the task row stores."""
+
+    config: ResolvedConfig
+    #: the environment config as stored: what the user (and the profile) set, validated
+    environment_config: dict[str, Any]
+    #: the executor models in cascade order, and the planner's, as checked
+    executors: tuple[ModelChoice, ...]
+    planner: ModelChoice
 
 
 @dataclass(frozen=True)
@@ -86,12 +111,36 @@ def check_model(field: str, spec: str, settings: Settings) -> ModelChoice:
         raise SubmissionInvalid(field, str(exc)) from None
 
 
-def validate_submission(
-    sub: Submission, settings: Settings
-) -> tuple[dict[str, Any], ModelChoice, ModelChoice, list[ModelChoice]]:
-    """The validated environment config, the executor/planner models and the executor
-    cascade's checked models (empty: none); raises ``SubmissionInvalid`` naming the first bad
-    field."""
+def check_models(request: ModelRequest, settings: Settings) -> tuple[list[ModelChoice],
+                                                                     ModelChoice]:
+    """The executor models (a cascade's, in order, or the one) and the planner's, each checked
+    as the worker will build it; ``SubmissionInvalid`` names the first bad field."""
+    if request.cascade and request.executor:
+        raise SubmissionInvalid("executor.models", (
+            "give executor.model or executor.models, not both (executor.models[0] is the "
+            "first executor model)"))
+    # every model of a cascade passes the same rules (endpoint allow-list, guard, local roots)
+    executors = [check_model(f"executor.models.{i}", spec, settings)
+                 for i, spec in enumerate(request.cascade)]
+    seen: set[str] = set()
+    for choice in executors:  # two specs may name one model (a simulator's knobs in any order)
+        if choice.spec in seen:
+            raise SubmissionInvalid("executor.models", f"model {choice.spec!r} is listed "
+                                    "twice; a cascade tries each model once")
+        seen.add(choice.spec)
+    if not executors:
+        default_model, _ = settings.resolve_default_model()
+        executors = [check_model("executor.model", request.executor or default_model,
+                                 settings)]
+    planner = (check_model("planner.model", request.planner, settings) if request.planner
+               else executors[0])
+    return executors, planner
+
+
+def validate_submission(sub: Submission, settings: Settings) -> Validated:
+    """The submission checked and resolved once (the profile for its environment, the
+    operator's budget limits, the checked models); raises ``SubmissionInvalid`` naming the
+    first bad field."""
     size = len(json.dumps(sub.environment_config, ensure_ascii=False, default=str).encode())
     if size > settings.max_config_bytes:
         raise SubmissionInvalid("environment_config", (
@@ -101,35 +150,29 @@ def validate_submission(
         env_cls = registry.get(sub.environment)
     except UnknownEnvironment as exc:
         raise SubmissionInvalid("environment", str(exc)) from None
-    # the profile's environment settings (e.g. paper prompts) where the user gave none
-    _, env_config = apply_profile(sub.run_config, env_cls, sub.environment_config)
+    executors, planner = check_models(sub.models, settings)
+    models = ModelSpecs(executor=tuple(c.spec for c in executors), planner=planner.spec)
     try:
-        config: BaseModel = registry.validate_config(sub.environment, env_config)
+        resolved, env_config = resolve_config(
+            sub.run_config, env_cls, sub.environment_config, models=models,
+            limits=BudgetLimits(settings.default_budget, settings.max_budget))
+    except OverLimit as exc:
+        raise SubmissionInvalid(exc.field, f"{exc.value:g} is over this server's maximum of "
+                                f"{exc.limit:g} (ADAPT_MAX_BUDGET)") from None
+    try:
+        config: BaseModel = registry.validate_config(
+            sub.environment, env_config if isinstance(env_config, dict)
+            else env_config.model_dump(exclude_unset=True))
     except UnknownEnvironment as exc:
         raise SubmissionInvalid("environment", str(exc)) from None
     except InvalidConfig as exc:
         raise SubmissionInvalid("environment_config", str(exc)) from None
     strategies = available_strategies()
-    if sub.run_config.strategy not in strategies:
+    if resolved.strategy not in strategies:
         raise SubmissionInvalid(
             "strategy",
-            f"unknown strategy {sub.run_config.strategy!r}; available: {', '.join(strategies)}",
+            f"unknown strategy {resolved.strategy!r}; available: {', '.join(strategies)}",
         )
-    default_model, _ = settings.resolve_default_model()
-    cascade = sub.run_config.executor.models
-    if cascade and sub.executor_model:
-        raise SubmissionInvalid("executor.models", (
-            "give executor.model or executor.models, not both (executor.models[0] is the "
-            "first executor model)"))
-    # every model of a cascade passes the same rules (endpoint allow-list, guard, local roots)
-    checked = [check_model(f"executor.models.{i}", spec, settings)
-               for i, spec in enumerate(cascade)]
-    executor = checked[0] if checked else check_model(
-        "executor.model", sub.executor_model or default_model, settings)
-    if sub.planner_model:
-        planner = check_model("planner.model", sub.planner_model, settings)
-    else:
-        planner = executor
     try:
         paths = check_server_paths(config, settings.path_roots)
     except PathNotAllowed as exc:
@@ -137,30 +180,7 @@ def validate_submission(
     # what the user set (validated), without nulls or defaults: the environment fills those in
     stored = {**config.model_dump(mode="json", exclude_none=True, exclude_defaults=True),
               **paths}
-    return stored, executor, planner, checked
-
-
-_BUDGET_FIELDS = ("max_llm_calls", "max_tokens", "max_nodes", "max_cost_usd",
-                  "deadline_seconds", "max_prompt_chars")
-
-
-def apply_budget_limits(run_config: RunConfig, settings: Settings) -> RunConfig:
-    """The operator's default for every budget figure the request left unset; a figure over
-    the operator's maximum is refused (``SubmissionInvalid`` naming it)."""
-    asked = run_config.budget
-    values: dict[str, Any] = {}
-    for name in _BUDGET_FIELDS:
-        value = getattr(asked, name)
-        ceiling = getattr(settings.max_budget, name)
-        if value is not None and ceiling is not None and value > ceiling:
-            raise SubmissionInvalid(f"budget.{name}", f"{value:g} is over this server's maximum "
-                                    f"of {ceiling:g} (ADAPT_MAX_BUDGET)")
-        if value is None:
-            value = getattr(settings.default_budget, name)
-            if value is None or (ceiling is not None and value > ceiling):
-                value = ceiling
-        values[name] = value
-    return run_config.model_copy(update={"budget": asked.model_copy(update=values)})
+    return Validated(resolved, stored, tuple(executors), planner)
 
 
 async def check_rate(session: AsyncSession, settings: Settings, tenant: str) -> None:
@@ -210,15 +230,11 @@ async def submit_task(
         if existing is not None:
             return _replay(existing, body_hash, idempotency_key)
 
-    env_config, executor, planner, cascade = validate_submission(sub, settings)
+    valid = validate_submission(sub, settings)
     if sub.webhook is not None:
         check_webhook("webhook", sub.webhook.url, sub.webhook.events, settings)
     await check_rate(session, settings, tenant)
-    run_config, _ = apply_profile(apply_budget_limits(sub.run_config, settings),
-                                  registry.get(sub.environment))
-    if cascade:
-        run_config = run_config.model_copy(update={"executor": run_config.executor.model_copy(
-            update={"models": [c.spec for c in cascade]})})
+    config = valid.config
     task_id = uuid.uuid4().hex
     endpoint = None
     if sub.webhook is not None:
@@ -227,12 +243,13 @@ async def submit_task(
     task = await task_rows.insert(
         session, task_id, rows=[endpoint] if endpoint is not None else [], tenant=tenant,
         environment=sub.environment,
-        environment_config=env_config, goal=sub.goal, strategy=run_config.strategy,
-        profile=run_config.profile, d_max=run_config.d_max,
-        run_config=run_config.model_dump(mode="json"),
-        executor_model=executor.spec, planner_model=planner.spec,
-        executor_simulated=executor.simulated or any(c.simulated for c in cascade),
-        planner_simulated=planner.simulated,
+        environment_config=valid.environment_config, goal=sub.goal, strategy=config.strategy,
+        profile=config.profile, d_max=config.d_max,
+        # the resolved config, as the worker will run it; the model columns list its models
+        run_config=config.model_dump(mode="json"),
+        executor_model=valid.executors[0].spec, planner_model=valid.planner.spec,
+        executor_simulated=any(c.simulated for c in valid.executors),
+        planner_simulated=valid.planner.simulated,
         idempotency_key=idempotency_key,
         request_hash=body_hash if idempotency_key is not None else None,
     )

@@ -13,7 +13,7 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from adapt.engine.config import RunConfig
+from adapt.engine.config import ResolvedConfig
 from adapt.engine.events import (
     Event,
     LLMCallMade,
@@ -40,7 +40,8 @@ def ns(moment: datetime) -> int:
 
 def task_info(task: Task) -> TaskInfo:
     try:
-        kind = RunConfig.model_validate(task.run_config).executor.kind
+        kind = ResolvedConfig.from_stored(task.run_config, executor_model=task.executor_model,
+                                          planner_model=task.planner_model).executor.kind
     except Exception:  # an old row whose config no longer validates still exports
         kind = str((task.run_config or {}).get("executor", {}).get("kind", "react"))
     return TaskInfo(

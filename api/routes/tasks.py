@@ -9,7 +9,7 @@ from fastapi import APIRouter, Body, Header, Query, Response
 from fastapi.openapi.models import Example
 
 from adapt.service.facade import TaskStatus, TaskView, Webhook
-from adapt.service.submit import Submission, WebhookRequest
+from adapt.service.submit import ModelRequest, Submission, WebhookRequest
 from api.deps import TaskServiceDep
 from api.schemas import (
     Problem,
@@ -106,8 +106,9 @@ async def create_task(
 ) -> TaskPublic:
     sub = Submission(
         environment=body.environment, environment_config=body.environment_config,
-        run_config=body.run_config(), goal=body.goal, executor_model=body.executor.model,
-        planner_model=body.planner.model,
+        run_config=body.run_config(), goal=body.goal,
+        models=ModelRequest(executor=body.executor.model, cascade=tuple(body.executor.models),
+                            planner=body.planner.model),
         webhook=WebhookRequest(body.webhook.url, tuple(body.webhook.events))
         if body.webhook is not None else None,
     )

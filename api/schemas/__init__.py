@@ -1,5 +1,6 @@
 """Request and response models, one module per resource (as ``api/routes/``), grouped in
-families: ``TaskCreate`` / ``TaskPublic`` / ``TaskDetail`` / ``TaskList`` (:mod:`.tasks`),
+families: ``TaskCreate`` / ``TaskPublic`` / ``TaskDetail`` / ``TaskList`` (:mod:`.tasks`), the run
+configuration's sections, mapped from the engine's (:mod:`.run_config`),
 ``NodePublic`` / ``TreeNode`` / ``NodeDetail`` (:mod:`.tree`), events (:mod:`.events`),
 environments (:mod:`.environments`), health (:mod:`.health`), webhooks (:mod:`.webhooks`), and
 ``Problem`` (RFC 9457, :mod:`.problems`). Every model is importable from here too."""
@@ -20,12 +21,9 @@ from api.schemas.events import (
 )
 from api.schemas.health import Health, Readiness
 from api.schemas.problems import FieldError, Problem
+from api.schemas.run_config import BudgetCreate, ExecutorCreate, MonitorCreate, PlannerCreate
 from api.schemas.tasks import (
-    BudgetCreate,
-    ExecutorCreate,
     ModelInfo,
-    MonitorCreate,
-    PlannerCreate,
     TaskCreate,
     TaskDetail,
     TaskLinks,

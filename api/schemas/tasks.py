@@ -3,60 +3,32 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field, computed_field
+from pydantic import BaseModel, Field, computed_field, field_validator
 
-from adapt.engine.budget import Budget
-from adapt.engine.config import ExecutorConfig, MonitorConfig, PlannerConfig, RunConfig
+from adapt.engine import config as engine_config
 from adapt.engine.tree import TaskResult, TaskStatus, UsageTotals
 from api.schemas.common import FROM_ROWS, STRICT
-from api.schemas.webhooks import WebhookSubscription
-
-_MODEL_SPEC_HELP = (
-    "Model spec: openai:<model>[@<base_url>], openai-completions:<model>[@<base_url>] or "
-    "sim:<name>[?knob=value]. Unset: the server's default model (the SIMULATED TextCraft model "
-    "when no OpenAI key is configured). Non-loopback endpoints are refused unless the server "
-    "sets ADAPT_ALLOW_REMOTE_LLM=1."
+from api.schemas.run_config import (
+    BudgetCreate,
+    ExecutorCreate,
+    MonitorCreate,
+    PlannerCreate,
+    RunConfig,
+    engine_run_config,
+    shown,
 )
+from api.schemas.webhooks import WebhookSubscription
 
 
 # -- tasks: create --------------------------------------------------------------------------
-class ExecutorCreate(ExecutorConfig):
-    model_config = STRICT
-
-    model: str | None = Field(default=None, max_length=1000, description=_MODEL_SPEC_HELP,
-                              examples=["sim:textcraft?capability=1", "openai:gpt-4o-mini"])
-
-
-class PlannerCreate(PlannerConfig):
-    model_config = STRICT
-
-    model: str | None = Field(
-        default=None, max_length=1000,
-        description="Planner model spec; unset: the executor's model. " + _MODEL_SPEC_HELP,
-        examples=["openai:gpt-4o-mini"],
-    )
-
-
-class MonitorCreate(MonitorConfig):
-    model_config = STRICT
-
-
-class BudgetCreate(Budget):
-    model_config = STRICT
-
-
-#: what a request holds besides the run configuration
-_REQUEST_ONLY: dict[str, Any] = {"environment": True, "environment_config": True, "goal": True,
-                                 "executor": {"model"}, "planner": {"model"}, "webhook": True}
-
-
 class TaskCreate(RunConfig):
-    """A task to run: the run configuration (``RunConfig``: its keys, defaults and limits),
-    the environment, and the models. Unknown fields are rejected; types are strict (no
-    coercion)."""
+    """A task to run: the run configuration (its keys, defaults and limits as a task's
+    ``run_config`` shows them), the environment, and the models. Unknown fields are rejected;
+    types are strict (no coercion)."""
 
     model_config = STRICT
 
@@ -78,10 +50,10 @@ class TaskCreate(RunConfig):
         default=None, description="Send this task's events to a URL, signed the Standard "
         "Webhooks way; the signing secret is in the 202 reply only (webhook.secret).")
 
-    def run_config(self) -> RunConfig:
-        # exclude_unset: the profile fills in only what the user did not set
-        return RunConfig.model_validate(self.model_dump(exclude=_REQUEST_ONLY,
-                                                        exclude_unset=True))
+    def run_config(self) -> engine_config.RunConfig:
+        """The engine's run config for this request (only what the user set: the profile
+        fills in the rest when the service resolves it)."""
+        return engine_run_config(self)
 
 
 # -- tasks: read ----------------------------------------------------------------------------
@@ -152,6 +124,11 @@ class TaskPublic(BaseModel):
 class TaskDetail(TaskPublic):
     run_config: RunConfig
     result: TaskResult | None = Field(description="The engine's result once finished.")
+
+    @field_validator("run_config", mode="before")
+    @classmethod
+    def _shown(cls, value: Any) -> Any:
+        return shown(value) if isinstance(value, Mapping) else value
 
 
 class TaskList(BaseModel):

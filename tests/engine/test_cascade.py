@@ -12,6 +12,7 @@ import pytest
 from pydantic import ValidationError
 
 from adapt.engine import MemorySink, RunConfig, run_task
+from adapt.engine.config import ModelSpecs
 from adapt.engine.tree import Node, TaskResult
 from adapt.envs.textcraft import TextCraft
 from adapt.envs.textcraft.task_sets import tasks
@@ -149,9 +150,10 @@ async def test_a_refuted_attempt_hands_its_evidence_to_the_next_model() -> None:
     ([""], "at least 1 character"),
 ])
 def test_models_are_validated(models_: list[str], message: str) -> None:
+    """A resolved config's models (``ModelSpecs``; the API's ``executor.models`` maps to it)."""
     with pytest.raises(ValidationError, match=message) as info:
-        RunConfig.model_validate({"executor": {"models": models_}})
-    assert info.value.errors()[0]["loc"][:2] == ("executor", "models")
+        ModelSpecs.model_validate({"executor": models_, "planner": WEAK})
+    assert info.value.errors()[0]["loc"][:1] == ("executor",)
 
 
 def test_cascade_mode_is_before_or_after() -> None:

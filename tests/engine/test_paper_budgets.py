@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from adapt.engine import MemorySink, RunConfig, run_task
-from adapt.engine.profiles import apply_profile
+from adapt.engine.resolve import resolve_config
 from adapt.envs.intercode_bash import InterCodeBash
 from adapt.envs.intercode_sql import InterCodeSQL
 from adapt.envs.textcraft import TextCraft
@@ -22,20 +22,20 @@ def paper(**fields: object) -> RunConfig:
 
 
 def test_paper_d_max_is_the_environments_unless_given() -> None:
-    assert apply_profile(paper(), TextCraft)[0].d_max == 4
-    assert apply_profile(paper(d_max=3), TextCraft)[0].d_max == 3  # explicit wins
-    assert apply_profile(RunConfig(), TextCraft)[0].d_max == 3  # the default profile's
-    out, _ = apply_profile(paper(), TextCraft)
-    assert apply_profile(out, TextCraft)[0] == out  # idempotent
+    assert resolve_config(paper(), TextCraft)[0].d_max == 4
+    assert resolve_config(paper(d_max=3), TextCraft)[0].d_max == 3  # explicit wins
+    assert resolve_config(RunConfig(), TextCraft)[0].d_max == 3  # the default profile's
+    out, _ = resolve_config(paper(), TextCraft)
+    assert resolve_config(out, TextCraft)[0] == out  # idempotent
 
 
 @pytest.mark.parametrize("env", [InterCodeSQL, InterCodeBash])
 def test_intercode_react_gets_ten_turns_in_all(env: type) -> None:
-    out, _ = apply_profile(paper(strategy="react"), env)
+    out, _ = resolve_config(paper(strategy="react"), env)
     assert out.react_steps == 10 and out.executor.max_steps == 10
     # only the ReAct design: the StateFlow strategy keeps its machine's turn limit
-    assert apply_profile(paper(strategy="stateflow"), env)[0].react_steps is None
-    assert apply_profile(RunConfig(strategy="react"), env)[0].react_steps is None
+    assert resolve_config(paper(strategy="stateflow"), env)[0].react_steps is None
+    assert resolve_config(RunConfig(strategy="react"), env)[0].react_steps is None
 
 
 def _busy() -> FunctionModel:

@@ -4,7 +4,8 @@ applying twice changes nothing; the result names the profile (scripted models, r
 from __future__ import annotations
 
 from adapt.engine import MemorySink, RunConfig, run_task
-from adapt.engine.profiles import apply_profile, profile_settings
+from adapt.engine.profiles import profile_settings
+from adapt.engine.resolve import resolve_config
 from adapt.envs.textcraft import TextCraft
 from adapt.llm.testing import ScriptedModel
 
@@ -13,13 +14,15 @@ GOAL = {"goal": "craft oak planks"}
 
 def test_default_changes_nothing() -> None:
     config = RunConfig()
-    assert apply_profile(config, TextCraft, {"seed": 1}) == (config, {"seed": 1})
+    resolved, env_config = resolve_config(config, TextCraft, {"seed": 1})
+    assert resolved.model_dump() == {**config.model_dump(), "models": None}
+    assert env_config == {"seed": 1}
     assert profile_settings("default", TextCraft) == {}
 
 
 def test_paper_fills_in_what_was_not_set_and_is_idempotent() -> None:
     config = RunConfig.model_validate({"profile": "paper", "executor": {"max_steps": 7}})
-    out, env_config = apply_profile(config, TextCraft, {"seed": 1})
+    out, env_config = resolve_config(config, TextCraft, {"seed": 1})
     assert out.profile == "paper" and not out.monitor.enabled
     assert out.executor.max_steps == 7  # explicit wins
     assert (out.executor.patience, out.executor.max_tokens) == (8, 150)
@@ -27,8 +30,8 @@ def test_paper_fills_in_what_was_not_set_and_is_idempotent() -> None:
     assert (out.planner.max_tokens, out.planner.stop, out.planner.propagate_context) == (
         800, [], False)
     assert env_config == {"prompts": "paper", "seed": 1}
-    assert apply_profile(out, TextCraft, env_config) == (out, env_config)
-    _, env_config = apply_profile(config, TextCraft, {"seed": 1, "prompts": "small"})
+    assert resolve_config(out, TextCraft, env_config) == (out, env_config)
+    _, env_config = resolve_config(config, TextCraft, {"seed": 1, "prompts": "small"})
     assert env_config["prompts"] == "small"
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.engine.claim_checks import FEEDBACK
-from adapt.engine.profiles import apply_profile
+from adapt.engine.resolve import resolve_config
 from adapt.envs.textcraft import TextCraft
 from adapt.llm.base import ChatRequest
 from adapt.llm.testing import FunctionModel, ScriptedModel
@@ -170,11 +170,11 @@ async def test_a_trial_that_crafts_the_goal_is_confirmed_and_ends_the_trials(
 
 
 def test_paper_profile_turns_verification_off_unless_set() -> None:
-    config, _ = apply_profile(RunConfig(profile="paper"), TextCraft)
+    config, _ = resolve_config(RunConfig(profile="paper"), TextCraft)
     assert config.verification == "off"
-    config, _ = apply_profile(RunConfig(profile="paper", verification="env"), TextCraft)
+    config, _ = resolve_config(RunConfig(profile="paper", verification="env"), TextCraft)
     assert config.verification == "env"
-    config, _ = apply_profile(RunConfig(), TextCraft)
+    config, _ = resolve_config(RunConfig(), TextCraft)
     assert config.verification == "env"
 
 

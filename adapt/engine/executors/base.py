@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
     from adapt.engine.claim_checks import Watch
-    from adapt.engine.tree import Node, Step
+    from adapt.engine.tree import Node, Step, Termination
     from adapt.envs.verdicts import Verification
     from adapt.llm.base import ChatModel
 
@@ -37,7 +37,7 @@ class ExecutionResult:
     success: bool  # environment reward > 0, or self-assessed completion
     self_assessed: bool | None  # True: said completed; False: said failed; None: neither
     reward: float  # the best reward of the run (0.0: none)
-    termination: str  # completed | failed | reward | done | patience | max_steps | ...
+    termination: Termination  # why the run ended
     steps: int  # how many steps were recorded
     trajectory: list[Step] = field(default_factory=list)  # those steps, in order
     #: the executor's own outcome before verification (None: it made none, the environment

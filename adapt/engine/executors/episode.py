@@ -31,11 +31,12 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from adapt.engine.claim_checks import Watch, check
+from adapt.engine.config import ExecutorConfig
 from adapt.engine.executors.base import THOUGHT_OK, ExecuteOptions, ExecutionResult
-from adapt.engine.tree import Step
+from adapt.engine.tree import Step, Termination
 from adapt.envs.verdicts import Verification
 
 if TYPE_CHECKING:
@@ -60,7 +61,7 @@ def declaration(text: str) -> bool | None:
 class Ending:
     success: bool
     self_assessed: bool | None
-    termination: str
+    termination: Termination
 
 
 @dataclass(slots=True)
@@ -89,7 +90,7 @@ class Turn:
 class Episode:
     def __init__(self, run: Run, node: Node, task: str, *, max_steps: int, patience: int | None,
                  options: ExecuteOptions | None = None,
-                 budget_termination: str = "max_steps") -> None:
+                 budget_termination: Termination = Termination.MAX_STEPS) -> None:
         options = options or ExecuteOptions()
         self.run = run
         self.env = run.env
@@ -133,14 +134,14 @@ class Episode:
         done = turn.done if turn.done is not None else any(s.done for s in turn.steps)
         best = max(rewards, default=0.0)
         if done:
-            return Ending(best > 0, None, "reward" if best > 0 else "done")
+            return Ending(best > 0, None, Termination.REWARD if best > 0 else Termination.DONE)
         if best > 0:
-            return Ending(True, None, "reward")
+            return Ending(True, None, Termination.REWARD)
         if turn.declared is not None:
             return Ending(turn.declared, turn.declared,
-                          "completed" if turn.declared else "failed")
+                          Termination.COMPLETED if turn.declared else Termination.FAILED)
         if self.patience is not None and self._streak(turn) >= self.patience:
-            return Ending(False, None, "patience")
+            return Ending(False, None, Termination.PATIENCE)
         return turn.end
 
     # -- the loop ----------------------------------------------------------------------------
@@ -157,7 +158,7 @@ class Episode:
                     return await self.conclude(ending)
                 confirmed = self._confirmed()
                 if confirmed is not None:
-                    return self._result(Ending(True, None, "verified"), None, confirmed)
+                    return self._result(Ending(True, None, Termination.VERIFIED), None, confirmed)
                 checkpoint = not turn.continues
         finally:
             await turns.aclose()
@@ -207,9 +208,9 @@ class Episode:
             return self._result(ending, claim, None)
         verdict = self._check(watch)
         if verdict.verdict == "refuted" and ending.success:
-            ending = Ending(False, ending.self_assessed, "refuted")
+            ending = Ending(False, ending.self_assessed, Termination.REFUTED)
         elif verdict.verdict == "confirmed" and not ending.success:
-            ending = Ending(True, ending.self_assessed, "verified")
+            ending = Ending(True, ending.self_assessed, Termination.VERIFIED)
         return self._result(ending, claim, verdict)
 
     def _result(self, ending: Ending, claim: bool | None,
@@ -220,10 +221,16 @@ class Episode:
 
 
 class EpisodeExecutor:
-    """Base of the executors: runs the shared episode over the turns ``turns`` yields."""
+    """Base of the executors: runs the shared episode over the turns ``turns`` yields.
+
+    ``config_model``: the executor's settings, what ``executor`` holds when ``executor.kind``
+    names this executor; a subclass of ``ExecutorConfig`` that adds the executor's own fields
+    (read them with ``config_as(self.run.config.executor, MyConfig)``)."""
+
+    config_model: ClassVar[type[ExecutorConfig]] = ExecutorConfig
 
     #: the termination when the step budget is used up
-    budget_termination = "max_steps"
+    budget_termination: ClassVar[Termination] = Termination.MAX_STEPS
 
     def __init__(self, run: Run, *, max_steps: int | None = None) -> None:
         self.run = run

@@ -15,7 +15,16 @@ rules are the shared episode's, ``adapt.engine.executors.episode``.)
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
+from typing import ClassVar
 
+from pydantic import Field
+
+from adapt.engine.config import (
+    ExecutorConfig,
+    ReactFormat,
+    SelfAssessmentField,
+    config_as,
+)
 from adapt.engine.decoding import env_grammar, executor_monitor, generate
 from adapt.engine.executors.base import THOUGHT_OK, parse_line
 from adapt.engine.executors.episode import Episode, EpisodeExecutor, Turn, declaration
@@ -25,20 +34,39 @@ from adapt.envs.base import step_async
 from adapt.llm.base import ChatRequest
 
 
+class ReActConfig(ExecutorConfig):
+    """The ReAct executor's settings (``executor.kind = "react"``)."""
+
+    act_only: bool = Field(
+        default=False,
+        description="ReAct executor: actions only, no thoughts and no self-assessment; the "
+        "environment (reward) and verification decide when the node is done.")
+    react_format: ReactFormat = Field(
+        default="line",
+        description="ReAct executor: 'line': one line per LLM call, an action or a think: "
+        "thought (observation OK.); 'numbered': InterCode's turns, one call writes 'Thought N:' "
+        "and 'Action N:' and the observation follows as 'Observation N:' (profile 'paper' on "
+        "InterCode-SQL and -Bash).")
+    self_assessment: SelfAssessmentField = "thought"
+
+
 class ReActExecutor(EpisodeExecutor):
+    config_model: ClassVar[type[ExecutorConfig]] = ReActConfig
+
     def __init__(self, run: Run, *, max_steps: int | None = None) -> None:
         super().__init__(run, max_steps=max_steps)
+        self.cfg = config_as(run.config.executor, ReActConfig)
         #: the ADaPT TextCraft code reads the verdict in action lines too (profile paper)
-        self.any_line = run.config.executor.self_assessment == "any_line"
+        self.any_line = self.cfg.self_assessment == "any_line"
         #: no claim counts: only the environment (and the budget) ends the run
-        self.no_claims = run.config.executor.self_assessment == "off"
+        self.no_claims = self.cfg.self_assessment == "off"
         self.monitor = executor_monitor(run.env)
         #: act-only: no thoughts, no self-assessment (reward and verification end the run)
-        self.act_only = run.config.executor.act_only
+        self.act_only = self.cfg.act_only
         self.grammar = env_grammar(run, "action" if self.act_only else "react")
 
     async def turns(self, episode: Episode) -> AsyncGenerator[Turn, None]:
-        if self.run.config.executor.react_format == "numbered":
+        if self.cfg.react_format == "numbered":
             async for turn in self.numbered_turns(episode):
                 yield turn
             return

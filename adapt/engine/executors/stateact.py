@@ -36,8 +36,9 @@ The prompt is the environment's ``stateact`` template (``$task``, ``$context``, 
 ``$state_fields`` and ``$step_format``) followed by the previous steps, each rendered from its
 parsed fields in the canonical order and closed by an ``observation: ...`` line. The model writes
 one full step per call: the request stops at ``"\\nobservation:"``. Its ``max_tokens`` is the
-configured ``executor.max_tokens`` when set explicitly, else ``DEFAULT_MAX_TOKENS`` (a step is
-several lines; ReAct's 128-token default is for one line).
+configured ``executor.max_tokens``, by default ``DEFAULT_MAX_TOKENS`` (a step is
+several lines; ReAct's 128-token default is for one line): the default of
+``StateActConfig.max_tokens``.
 
 ``Step.extra`` holds the parsed fields: ``{"goal": ..., "state": {field: value}, "thought": ...}``
 plus ``"warnings"`` (malformed or unknown lines, truncation) when there are any. ``Step.text`` is
@@ -50,12 +51,16 @@ from __future__ import annotations
 import re
 from collections.abc import AsyncGenerator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar
 
+from pydantic import Field
+
+from adapt.engine.config import ExecutorConfig, SelfAssessmentField, config_as, field_info
 from adapt.engine.executors.base import THOUGHT_OK
 from adapt.engine.executors.episode import Ending, Episode, EpisodeExecutor, Turn, declaration
 from adapt.engine.prompts import render
 from adapt.engine.runtime import Run
+from adapt.engine.tree import Termination
 from adapt.envs.base import step_async
 from adapt.errors import UserError
 from adapt.llm.base import ChatRequest
@@ -192,14 +197,29 @@ def invalid_observation(error: str, state_fields: tuple[str, ...] | list[str]) -
     return f"Invalid step: {error}. Write {keys} and action: lines."
 
 
+class StateActConfig(ExecutorConfig):
+    """The StateAct executor's settings (``executor.kind = "stateact"``)."""
+
+    kind: str = field_info(ExecutorConfig, "kind", default="stateact")
+    max_tokens: int = field_info(ExecutorConfig, "max_tokens", default=DEFAULT_MAX_TOKENS)
+    repeat_limit: int | None = Field(
+        default=None, ge=1, le=500,
+        description="StateAct executor: the run fails when the model writes the same step this "
+        "many times in a row after the first (not executed again); null: no such rule. "
+        "Profile 'paper' on ALFWorld: 5, as StateAct's code.",
+    )
+    self_assessment: SelfAssessmentField = "thought"
+
+
 class StateActExecutor(EpisodeExecutor):
     """Runs one (sub-)task with StateAct steps; the shared episode's rules (as ReAct)."""
 
+    config_model: ClassVar[type[ExecutorConfig]] = StateActConfig
+
     def __init__(self, run: Run, *, max_steps: int | None = None) -> None:
         super().__init__(run, max_steps=max_steps)
-        cfg = run.config.executor
-        self.max_tokens = cfg.max_tokens if "max_tokens" in cfg.model_fields_set \
-            else DEFAULT_MAX_TOKENS
+        cfg = config_as(run.config.executor, StateActConfig)
+        self.max_tokens = cfg.max_tokens
         self.state_fields: tuple[str, ...] = tuple(
             normalize_key(f) for f in run.env.state_fields or ())
         #: StateAct's code: no self-assessed ending, and a stop after repeated steps
@@ -245,7 +265,7 @@ class StateActExecutor(EpisodeExecutor):
                 step = episode.step(kind="thought", raw=response.text, text=out.action or "",
                                     observation="", extra=out.extra(),
                                     error=f"the same step {repeats + 1} times in a row")
-                yield Turn([step], failures=[False], end=Ending(False, None, "repetition"))
+                yield Turn([step], failures=[False], end=Ending(False, None, Termination.REPETITION))
                 return
             declared = None if self.no_claims else out.declaration
             reward, done, error = 0.0, False, None

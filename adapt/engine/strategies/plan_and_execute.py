@@ -15,7 +15,7 @@ from adapt.engine.planning.planner import Planner
 from adapt.engine.prompts import require_template
 from adapt.engine.runtime import Run
 from adapt.engine.strategies.plans import PlanTree, as_group
-from adapt.engine.tree import Node
+from adapt.engine.tree import Node, Termination
 
 
 class PlanAndExecute:
@@ -37,11 +37,11 @@ class PlanAndExecute:
         await run.update(root, status="running", context_in=run.context)
         plan = await self.planner.plan(root, task)
         if not plan.steps or plan.expression is None:
-            await run.update(root, plan=plan, termination="planned",
+            await run.update(root, plan=plan, termination=Termination.PLANNED,
                              error="the planner returned no steps")
             return await runner.finish(root, False)
         group = as_group(plan.expression)
-        await run.update(root, plan=plan, logic=group.op, termination="planned")
+        await run.update(root, plan=plan, logic=group.op, termination=Termination.PLANNED)
         children = await self.tree.build(root, group, plan.steps, root.depth + 1)
         ok = await self.tree.run_children(group.op, children)
         return await runner.finish(root, ok)

@@ -13,7 +13,7 @@ pytest.importorskip("adapt.envs.alfworld", exc_type=ImportError, reason="needs t
                     "pip install -e '.[alfworld]'")
 
 from adapt.engine import MemorySink, RunConfig, run_task
-from adapt.engine.profiles import apply_profile
+from adapt.engine.resolve import resolve_config
 from adapt.envs.alfworld import ALFWorld
 from adapt.llm.base import ChatRequest
 from adapt.llm.testing import FunctionModel
@@ -86,11 +86,11 @@ def test_the_demonstrations_are_exact_for_our_environment() -> None:
 
 def test_paper_profile_gives_stateact_its_step_budget() -> None:
     config = RunConfig.model_validate({"profile": "paper", "executor": {"kind": "stateact"}})
-    out, env_config = apply_profile(config, ALFWorld)
+    out, env_config = resolve_config(config, ALFWorld)
     assert out.executor.max_steps == 100  # the StateAct code's 100 model calls
     assert out.react_steps == 100  # alone on the task (strategy react), whatever d_max
     assert env_config == {"rollback": True, "prompts": "paper"}
-    react, _ = apply_profile(RunConfig(profile="paper"), ALFWorld)
+    react, _ = resolve_config(RunConfig(profile="paper"), ALFWorld)
     assert react.executor.max_steps == 20
 
 

@@ -14,7 +14,7 @@ pytest.importorskip("adapt.envs.alfworld", exc_type=ImportError, reason="needs t
 
 from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.engine.executors.stateflow.loader import load_machine
-from adapt.engine.profiles import apply_profile
+from adapt.engine.resolve import resolve_config
 from adapt.envs.alfworld import ALFWorld
 from adapt.envs.alfworld.commands import bleu, bleu_match
 from adapt.llm.base import ChatRequest
@@ -70,11 +70,11 @@ def test_the_environment_maps_by_bleu_only_when_asked() -> None:
 def test_paper_maps_actions_for_the_stateflow_design_only() -> None:
     stateflow = RunConfig.model_validate({"profile": "paper", "strategy": "react",
                                           "executor": {"kind": "stateflow"}})
-    assert apply_profile(stateflow, ALFWorld)[1]["near_miss"] == "bleu"
-    assert apply_profile(RunConfig(profile="paper", strategy="stateflow"),
+    assert resolve_config(stateflow, ALFWorld)[1]["near_miss"] == "bleu"
+    assert resolve_config(RunConfig(profile="paper", strategy="stateflow"),
                          ALFWorld)[1]["near_miss"] == "bleu"
-    assert "near_miss" not in apply_profile(RunConfig(profile="paper"), ALFWorld)[1]
-    assert "near_miss" not in apply_profile(stateflow.model_copy(update={"profile": "default"}),
+    assert "near_miss" not in resolve_config(RunConfig(profile="paper"), ALFWorld)[1]
+    assert "near_miss" not in resolve_config(stateflow.model_copy(update={"profile": "default"}),
                                             ALFWorld)[1]
 
 

@@ -9,7 +9,7 @@ import re
 from pathlib import Path
 
 from adapt.engine import RunConfig
-from adapt.engine.profiles import apply_profile
+from adapt.engine.resolve import resolve_config
 from adapt.envs.intercode_bash import InterCodeBash
 
 PROMPT = Path(__file__).parents[3] / "adapt/envs/intercode_bash/prompts/paper/executor.txt"
@@ -27,7 +27,7 @@ def test_the_prompt_is_intercodes_template() -> None:
 
 
 def test_paper_selects_it_with_numbered_turns() -> None:
-    out, env_config = apply_profile(RunConfig(profile="paper", strategy="react"), InterCodeBash)
+    out, env_config = resolve_config(RunConfig(profile="paper", strategy="react"), InterCodeBash)
     assert env_config == {"observation": "intercode", "prompts": "paper"}
     assert (out.executor.react_format, out.executor.patience, out.react_steps) == (
         "numbered", None, 10)

@@ -35,17 +35,19 @@ consecutive failed observations or invalid outputs fail it; ``max_steps`` bounds
 from __future__ import annotations
 
 from collections.abc import AsyncGenerator
-from typing import Any
+from typing import Any, ClassVar
 
+from adapt.engine.config import ExecutorConfig, config_as
 from adapt.engine.executors.episode import Ending, Episode, EpisodeExecutor, Turn, declaration
 from adapt.engine.executors.spec_agent.actions import ACTION_STATES, PlannedAction, planned_actions
+from adapt.engine.executors.spec_agent.config import SpecConfig
 from adapt.engine.executors.spec_agent.prompt import header, neutralize
 from adapt.engine.executors.spec_agent.states import HANDLERS, observe
 from adapt.engine.runtime import Run
 from adapt.engine.spec.generate import Annotate, Generation, monitored_generate
 from adapt.engine.spec.model import Spec, StateDef, load_spec
 from adapt.engine.spec.monitor import Monitor, Segment
-from adapt.engine.tree import Step
+from adapt.engine.tree import Step, Termination
 from adapt.envs.base import StepResult, answer_action, step_async
 from adapt.llm.base import ChatRequest, ChatResponse
 
@@ -53,9 +55,12 @@ from adapt.llm.base import ChatRequest, ChatResponse
 class SpecExecutor(EpisodeExecutor):
     """Runs one (sub-)task with the agent ``run.config.executor.spec``."""
 
+    config_model: ClassVar[type[ExecutorConfig]] = SpecConfig
+
     def __init__(self, run: Run, *, max_steps: int | None = None) -> None:
         super().__init__(run, max_steps=max_steps)
-        self.spec: Spec = load_spec(run.config.executor.spec)
+        self.cfg = config_as(run.config.executor, SpecConfig)
+        self.spec: Spec = load_spec(self.cfg.spec)
         self.monitor = Monitor(self.spec)
         first = self.spec.fsm.next_names(self.spec.fsm.start)
         self.first: StateDef = next(s for s in self.spec.states if s.name in first)
@@ -210,13 +215,14 @@ class Trace:
                              reward=float(result.reward), done=result.done, state=name,
                              answer=answer)
             return Turn([step], failures=[], cost=0,
-                        end=Ending(False, None, "done" if result.done else "incorrect"))
+                        end=Ending(False, None, Termination.DONE if result.done
+                                               else Termination.INCORRECT))
         step = self.step("thought", answer, raw, state=name, answer=answer)
         if self.episode.best_reward > 0:
-            return Turn([step], failures=[], cost=0, end=Ending(True, None, "reward"))
+            return Turn([step], failures=[], cost=0, end=Ending(True, None, Termination.REWARD))
         declared = declaration(answer)
         return Turn([step], failures=[], cost=0, declared=declared,
-                    end=Ending(False, None, "answered"))
+                    end=Ending(False, None, Termination.ANSWERED))
 
     async def invalid(self, gen: Generation, cost: int) -> Turn:
         """The monitor could not (or may not) correct the output: keep its valid part, record

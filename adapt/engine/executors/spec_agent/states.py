@@ -17,8 +17,10 @@ from __future__ import annotations
 from collections.abc import AsyncGenerator, Callable
 from typing import TYPE_CHECKING
 
+from adapt.engine.config import config_as
 from adapt.engine.executors.episode import Turn
 from adapt.engine.executors.spec_agent.actions import PlannedAction, run_batch, substitute
+from adapt.engine.executors.spec_agent.config import SpecConfig
 from adapt.engine.executors.spec_agent.pass_output import choose, raw_results, summarizer_prompt
 from adapt.engine.executors.spec_agent.prompt import answer_instruction
 from adapt.engine.spec.model import StateDef
@@ -100,7 +102,7 @@ async def summarize(tr: Trace, state: StateDef) -> AsyncGenerator[Turn, None]:
     yield Turn(cost=0)  # the budget is checked before the summarizer call
     observations = [r.observation for r in results]
     goal = actions[-1].plan or ""
-    cfg = tr.run.config.executor
+    cfg = config_as(tr.run.config.executor, SpecConfig)
     request = ChatRequest(prompt=summarizer_prompt(tr.task, goal, observations),
                           max_tokens=cfg.max_tokens, temperature=tr.episode.temperature,
                           role="summarizer")

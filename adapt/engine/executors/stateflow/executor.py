@@ -33,7 +33,7 @@ from adapt.engine.executors.episode import Ending, Episode, EpisodeExecutor, Tur
 from adapt.engine.executors.stateflow.loader import machine_for_env
 from adapt.engine.executors.stateflow.models import Machine, State, Transition
 from adapt.engine.runtime import Run
-from adapt.engine.tree import Node, Step, StepKind
+from adapt.engine.tree import Node, Step, StepKind, Termination
 from adapt.envs.base import step_async
 from adapt.llm.base import ChatModel, ChatRequest
 
@@ -60,7 +60,7 @@ class _Visit:
 
 
 class StateFlowExecutor(EpisodeExecutor):
-    budget_termination = "max_turns"
+    budget_termination = Termination.MAX_TURNS
 
     def __init__(self, run: Run, *, max_steps: int | None = None,
                  machine: Machine | None = None) -> None:
@@ -102,7 +102,7 @@ class StateFlowExecutor(EpisodeExecutor):
             state = machine.states[name]
             if state.final is not None:  # only the initial state can be final here
                 ok = state.final == "success"
-                yield Turn(end=Ending(ok, ok, "completed" if ok else "failed"), cost=0)
+                yield Turn(end=Ending(ok, ok, Termination.COMPLETED if ok else Termination.FAILED), cost=0)
                 return
             turn += 1
             visit = _Visit()
@@ -195,11 +195,11 @@ class StateFlowExecutor(EpisodeExecutor):
                 if final is not None:
                     extra["transition"] = target
                     ok = final == "success"
-                    visited.end = Ending(ok, ok, "completed" if ok else "failed")
+                    visited.end = Ending(ok, ok, Termination.COMPLETED if ok else Termination.FAILED)
                 elif turn >= episode.max_steps:
                     extra["transition"] = machine.on_max_turns
                     extra["stopped"] = "max_turns"
-                    visited.end = Ending(False, None, "max_turns")
+                    visited.end = Ending(False, None, Termination.MAX_TURNS)
                 else:
                     extra["transition"] = target
                     name = target
