@@ -11,6 +11,7 @@ live call (not during the replay, whose events must equal the recorded ones).
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -95,7 +96,8 @@ async def prepare_attempt(ctx: ServiceContext, task_id: str, attempt: int) -> At
         raise TaskGone(f"task {task_id} no longer exists")
     recording, skip = await _load_replay(ctx, task_id)
     config = RunConfig.model_validate(task.run_config)
-    env = registry.create(task.environment)
+    # a remote environment's class may need its server's metadata: read off the loop
+    env = await asyncio.to_thread(registry.create, task.environment)
     try:
         return await _assemble(ctx, task, attempt, env, config, recording, skip)
     except BaseException:
