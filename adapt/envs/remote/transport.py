@@ -37,7 +37,7 @@ from adapt.errors import EnvironmentUnavailable, RemoteEnvironmentError
 from adapt.errors import RemoteMaybeApplied as MaybeApplied
 from adapt.errors import RemoteRefused as Refused
 from adapt.net.http import AnswerTooLarge, new_sync_client, send_pinned
-from adapt.net.policy import OutboundPolicy
+from adapt.net.policy import OutboundPolicy, OutboundRefused
 
 log = logging.getLogger(__name__)
 
@@ -115,7 +115,13 @@ class Transport:
     # -- one try ---------------------------------------------------------------------------
     def _once(self, method: str, path: str, body: bytes | None) -> tuple[int, Any]:
         url = self.url + path
-        addresses = self.policy.resolve_and_check(url)  # OutboundRefused: never sent
+        try:
+            addresses = self.policy.resolve_and_check(url)
+        except OutboundRefused as exc:  # nothing is sent; the task hears no address
+            log.warning("remote environment %r: %s (%s)", self.name, exc, exc.detail or "-")
+            raise RemoteEnvironmentError(
+                f"remote environment {self.name!r}: the outbound address policy refuses its "
+                "server's address now (the server log says why)") from None
         headers = self.headers()
         if body is not None:
             headers["content-type"] = "application/json"
