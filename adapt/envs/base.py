@@ -191,6 +191,13 @@ async def _in_thread(fn: Callable[..., _T], *args: Any) -> _T:
         _env_pool(), functools.partial(context.run, fn, *args))
 
 
+async def in_env_thread(fn: Callable[..., _T], *args: Any) -> _T:
+    """``fn(*args)`` in the environment-step pool (for work that may block on an environment,
+    e.g. making a remote environment's class from its server's metadata), never in asyncio's
+    small default pool."""
+    return await _in_thread(fn, *args)
+
+
 def blocks(env: object) -> bool:
     """Whether ``env`` declares that its steps block (see :class:`BlockingSteps`)."""
     return isinstance(env, BlockingSteps) and env.blocking_steps is True

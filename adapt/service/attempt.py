@@ -11,7 +11,6 @@ live call (not during the replay, whose events must equal the recorded ones).
 
 from __future__ import annotations
 
-import asyncio
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from adapt.engine import RunConfig, run_task
 from adapt.engine.events import FanoutSink, TreeSink
 from adapt.engine.tree import TaskResult
 from adapt.envs import registry
-from adapt.envs.base import Environment
+from adapt.envs.base import Environment, in_env_thread
 from adapt.llm.base import ChatModel, ChatResponse
 from adapt.llm.recording import (
     RecordedCall,
@@ -97,7 +96,7 @@ async def prepare_attempt(ctx: ServiceContext, task_id: str, attempt: int) -> At
     recording, skip = await _load_replay(ctx, task_id)
     config = RunConfig.model_validate(task.run_config)
     # a remote environment's class may need its server's metadata: read off the loop
-    env = await asyncio.to_thread(registry.create, task.environment)
+    env = await in_env_thread(registry.create, task.environment)
     try:
         return await _assemble(ctx, task, attempt, env, config, recording, skip)
     except BaseException:

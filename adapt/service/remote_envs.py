@@ -10,10 +10,11 @@ the environment.
 
 from __future__ import annotations
 
-import asyncio
+import functools
 import logging
 
 from adapt.envs import registry
+from adapt.envs.base import in_env_thread
 from adapt.envs.remote.catalog import install, remote_policy, settings_specs
 from adapt.envs.remote.catalog import prefetch as prefetch_metadata
 from adapt.envs.remote.transport import CallLimits
@@ -42,7 +43,7 @@ async def prefetch() -> list[str]:
     answer."""
     if not registry.remote_entries():
         return []
-    return await asyncio.to_thread(prefetch_metadata)
+    return await in_env_thread(prefetch_metadata)
 
 
 async def ready(name: str) -> None:
@@ -52,7 +53,7 @@ async def ready(name: str) -> None:
     if entry is None or entry.loaded() is not None:
         return
     try:
-        await asyncio.to_thread(entry.load, wait=False)
+        await in_env_thread(functools.partial(entry.load, wait=False))
     except (EnvironmentUnavailable, RemoteEnvironmentError) as exc:
         raise EnvironmentNotAvailable(name, str(exc)) from None
 

@@ -239,7 +239,7 @@ class AgentGymEnvironment(BaseEnvironment):
 
         def close() -> None:
             try:
-                transport.call("POST", "/close", {"id": env_id}, retry="unsent")
+                transport.call("POST", "/close", {"id": env_id}, retry="never")
             except Exception as exc:  # best effort
                 log.debug("AgentGym environment %r: closing %s: %s", name, env_id, exc)
 

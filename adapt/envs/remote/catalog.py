@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 
 #: seconds before a server whose metadata could not be read is asked again
 RETRY_METADATA_SECONDS = 5.0
+#: seconds one quick try for the metadata may take (``load(wait=False)``: the API, listings)
+QUICK_TIMEOUT = 5.0
 SETTING = "ADAPT_REMOTE_ENVIRONMENTS"
 NETWORKS_SETTING = "ADAPT_REMOTE_ENVIRONMENT_ALLOWED_NETWORKS"
 
@@ -136,7 +138,9 @@ class RemoteLoader:
             if not wait:
                 transport = Transport(self.spec.name, self.spec.url, transport.policy,
                                       token=self.spec.token,
-                                      limits=replace(transport.limits, retry_seconds=0.0))
+                                      limits=replace(transport.limits, retry_seconds=0.0,
+                                                     timeout=min(transport.limits.timeout,
+                                                                 QUICK_TIMEOUT)))
             try:
                 data = transport.call("GET", f"{wire.PREFIX}/environment")
                 try:

@@ -220,7 +220,7 @@ class RemoteEnvironment(BaseEnvironment):
 
         def delete() -> None:
             try:
-                transport.call("DELETE", f"{wire.PREFIX}/sessions/{session}", retry="unsent")
+                transport.call("DELETE", f"{wire.PREFIX}/sessions/{session}", retry="never")
             except Exception as exc:  # best effort
                 log.debug("remote environment %r: closing session %s: %s", name, session, exc)
 

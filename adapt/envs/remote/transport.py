@@ -145,9 +145,10 @@ class Transport:
 
     # -- a call, with retries -----------------------------------------------------------------
     def call(self, method: str, path: str, payload: Any = None, *,
-             retry: Literal["always", "unsent"] = "always") -> Any:
+             retry: Literal["always", "unsent", "never"] = "always") -> Any:
         """The JSON answer of ``method path`` (``payload`` as its JSON body), retried as the
-        module docstring says; :class:`Refused` for a 4xx."""
+        module docstring says (``never``: one try, for what nobody waits for); :class:`Refused`
+        for a 4xx."""
         body = None if payload is None else json.dumps(payload).encode()
         started = time.monotonic()
         delay = self.limits.first_backoff
@@ -180,7 +181,7 @@ class Transport:
                 if retry != "always":
                     raise MaybeApplied(f"remote environment {self.name!r}: {reason}")
             waited = time.monotonic() - started
-            if waited + delay > self.limits.retry_seconds:
+            if retry == "never" or waited + delay > self.limits.retry_seconds:
                 log.warning("remote environment %r (%s): %s %s failed %d times over %.1f s: %s",
                             self.name, self.url, method, path, tries, waited, reason)
                 raise EnvironmentUnavailable(
