@@ -196,3 +196,10 @@ def test_a_servers_errors_and_bodies_never_reach_the_task_verbatim(status: int) 
     assert "'hostile'" in message and len(message) < 300, message
     assert "\x1b" not in message and "A" * 200 not in message
     assert ("secret.py" in message) == (status < 500), message  # a 4xx: a short excerpt only
+
+
+def test_an_answer_larger_than_the_limit_is_refused_unread(textcraft_url: str) -> None:
+    install([RemoteSpec("textcraft", textcraft_url)], LOOPBACK,
+            CallLimits(max_answer_bytes=2048))  # TextCraft's metadata holds more
+    with pytest.raises(RemoteEnvironmentError, match="larger than 2048 bytes"):
+        registry.get("textcraft")
