@@ -9,8 +9,11 @@
 - ``UserError``: misconfiguration (unknown environment, bad model spec, invalid config, an
   unreadable behaviour specification). The message says how to fix it.
 - ``ProviderError``: the LLM provider failed after retries.
-- ``TaskInterrupted``: the attempt stops, but nothing about the task is final (the provider is
-  unreachable for now, the worker is shutting down); the service resumes it later by replay.
+- ``RemoteEnvironmentError``: a remote environment's server answered what its client cannot use
+  (a broken answer, a refusal, a replay that came out differently).
+- ``TaskInterrupted``: the attempt stops, but nothing about the task is final (the provider or
+  a remote environment is unreachable for now, the worker is shutting down); the service
+  resumes it later by replay.
 
 The service's own errors (a submission refused, a lease lost) are not library errors: they are
 in :mod:`adapt.service.errors`, with the HTTP status the API answers them with.
@@ -138,6 +141,34 @@ class ProviderError(AdaptError):
         self.status = status
 
 
+# -- remote environments -------------------------------------------------------------------------
+
+
+class RemoteEnvironmentError(AdaptError):
+    """A remote environment's server answered something its client cannot use. The message
+    names the environment and says what went wrong in a few words of ours (at most a short,
+    sanitised excerpt of the server's own message); the rest goes to the log."""
+
+
+class RemoteRefused(RemoteEnvironmentError):
+    """A remote environment's server answered 4xx. ``slug``: the problem type's last part
+    (``""``: not a problem document of adapt's protocol); ``detail``: a sanitised excerpt of
+    its message; ``body``: the whole answer (for the client's decisions and the log only)."""
+
+    def __init__(self, message: str, *, status: int, slug: str, detail: str,
+                 body: object = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.slug = slug
+        self.detail = detail
+        self.body = body
+
+
+class RemoteMaybeApplied(RemoteEnvironmentError):
+    """A request to a remote environment that must not be sent twice failed after it may
+    have arrived (its client starts the episode again and replays it)."""
+
+
 # -- interruptions: the attempt stops, the task is resumed later --------------------------------
 
 
@@ -151,6 +182,11 @@ class ProviderUnavailable(ProviderError, TaskInterrupted):
     def __init__(self, message: str, *, retries: int = 0) -> None:
         super().__init__(message, retryable=True)
         self.retries = retries
+
+
+class EnvironmentUnavailable(TaskInterrupted):
+    """A remote environment's server did not answer for as long as a call may be retried (or
+    its metadata could not be read); the task can be resumed once it answers again."""
 
 
 class Draining(TaskInterrupted):

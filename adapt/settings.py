@@ -8,7 +8,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, Field, SecretStr, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from adapt.engine.budget import Budget
@@ -32,6 +32,22 @@ class LLMEndpointSetting(BaseModel):
     guided_decoding: Literal["llama.cpp", "vllm"] | None = Field(
         default=None, description="The server takes GBNF grammars for constrained decoding: "
         "'llama.cpp' (request field grammar) or 'vllm' (guided_grammar). Unset: not sent.")
+
+
+class RemoteEnvironmentSetting(BaseModel):
+    """One environment served by another process, under the name it is registered as."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    url: str = Field(description="The server's http(s) URL, e.g. http://10.0.0.7:8100 (the "
+                     "protocol's paths are under it).")
+    protocol: Literal["adapt", "agentgym"] = Field(
+        default="adapt", description="'adapt' (`adapt env serve` or any server of adapt's "
+        "environment protocol) or 'agentgym' (an AgentGym environment server).")
+    token: SecretStr | None = Field(default=None, description="Sent as a bearer token to "
+                                    "this server only.")
+    family: str | None = Field(default=None, description="protocol 'agentgym': which kind of "
+                               "AgentGym server it is (default: the name; known: textcraft).")
 
 
 class Settings(BaseSettings):
@@ -230,6 +246,34 @@ class Settings(BaseSettings):
     webhook_poll_seconds: float = Field(
         default=2.0, gt=0, description="How often a worker looks for webhook deliveries that "
         "are due (events of its own tasks wake it at once).")
+
+    remote_environments: dict[str, RemoteEnvironmentSetting] = Field(
+        default_factory=dict, description="Environments served by other processes (JSON "
+        'object): {"textcraft": {"url": "http://10.0.0.7:8100"}, "tc-gym": {"url": '
+        '"http://10.0.0.8:36001", "protocol": "agentgym", "family": "textcraft"}}. A task '
+        "names one as its environment; a name here hides a built-in of the same name. Users "
+        "never name URLs.")
+    remote_environment_allowed_networks: list[str] = Field(
+        default_factory=list, description="Networks (CIDRs, JSON list, e.g. "
+        '["10.0.0.0/8", "127.0.0.1/32"]) or host names remote environment servers may be at '
+        "although they are not public addresses; checked at start-up and before every "
+        "request. Empty: public addresses only.")
+    remote_environment_timeout_seconds: float = Field(
+        default=30.0, gt=0, description="Deadline of one request to a remote environment's "
+        "server, its answer included.")
+    remote_environment_retry_seconds: float = Field(
+        default=30.0, ge=0, description="How long a request to a remote environment's server "
+        "is retried (connection errors, 5xx) before the task stops with an error that "
+        "POST /tasks/{id}/resume resumes.")
+    env_serve_token: SecretStr | None = Field(
+        default=None, description="`adapt env serve`: the bearer token clients must send "
+        "(the registration's token). Unset: none, and only a loopback address may be bound.")
+    env_serve_idle_seconds: float = Field(
+        default=600.0, gt=0, description="`adapt env serve`: seconds a session may go without "
+        "a request before it is closed (its client then starts it again by replay).")
+    env_serve_max_sessions: int = Field(
+        default=100, ge=1, description="`adapt env serve`: sessions held at once; one more "
+        "is refused (503) until one ends.")
 
     otel_capture_content: bool = Field(
         default=False, description="Trace export (OTEL_EXPORTER_OTLP_ENDPOINT set, extra "

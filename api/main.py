@@ -19,6 +19,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.errors import UserError
+from adapt.service import remote_envs
 from adapt.service.dispatch import Dispatcher
 from adapt.service.gc_tuning import tune_gc
 from adapt.settings import Settings, get_settings
@@ -77,6 +78,7 @@ def _make_dispatcher(settings: Settings,
 async def lifespan(app: FastAPI) -> AsyncIterator[None]:
     settings: Settings = app.state.settings
     await prepare_database(settings)
+    await remote_envs.prefetch()  # their metadata, for /environments (a server down: later)
     engine = create_engine(settings.database_url)
     sessions = session_factory(engine)
     app.state.engine = engine
@@ -103,6 +105,7 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
 def create_app(settings: Settings | None = None, *,
                dispatcher: Dispatcher | None = None) -> FastAPI:
     settings = settings or get_settings()
+    remote_envs.register(settings)  # the operator's remote environments (a refused URL: raises)
     app = FastAPI(
         title="adapt",
         version="0.1.0",

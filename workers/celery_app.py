@@ -32,6 +32,7 @@ from celery.signals import (  # type: ignore[import-untyped]
 )
 
 from adapt.errors import UserError
+from adapt.service import remote_envs
 from adapt.settings import Settings
 from workers import loop
 from workers.celery_tasks import register
@@ -192,6 +193,7 @@ def start_worker(
         raise UserError("no broker configured: set ADAPT_BROKER_URL "
                         "(e.g. redis://127.0.0.1:6379/0)")
     configure(settings)
+    remote_envs.register(settings)  # a refused remote environment URL stops the start here
     n = concurrency or settings.concurrency
     q = queue or settings.celery_queue
     app.conf.task_default_queue = q

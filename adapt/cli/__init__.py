@@ -3,8 +3,8 @@
 - :mod:`adapt.cli.local`: ``run``, ``envs``, ``sim-server`` (no server, no database)
 - :mod:`adapt.cli.service`: ``serve``, ``worker``
 - :mod:`adapt.cli.db`, :mod:`adapt.cli.keys`, :mod:`adapt.cli.data`, :mod:`adapt.cli.bench`,
-  :mod:`adapt.cli.llm`, :mod:`adapt.cli.docs`, :mod:`adapt.cli.export`: the
-  ``adapt db|keys|data|bench|llm|docs|export ...`` groups
+  :mod:`adapt.cli.llm`, :mod:`adapt.cli.docs`, :mod:`adapt.cli.export`, :mod:`adapt.cli.env`:
+  the ``adapt db|keys|data|bench|llm|docs|export|env ...`` groups
 - :mod:`adapt.cli.support`: error output and the one logging set-up every command uses
 - what the verbs use: :mod:`adapt.cli.standalone` (``adapt run``'s task in this process, no
   server and no database), :mod:`adapt.cli.liveview` (its live tree in the terminal),
@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import typer
 
-from adapt.cli import bench, data, db, docs, export, keys, llm, local, service
+from adapt.cli import bench, data, db, docs, env, export, keys, llm, local, service
 
 app = typer.Typer(
     name="adapt",
@@ -37,6 +37,7 @@ app.add_typer(bench.app, name="bench")
 app.add_typer(llm.app, name="llm")
 app.add_typer(docs.app, name="docs")
 app.add_typer(export.app, name="export")
+app.add_typer(env.app, name="env")
 
 
 def main() -> None:

@@ -14,7 +14,12 @@ from rich.console import Console
 
 from adapt.cli.run_options import ActOnly, CascadeMode, Grammar, Verification, run_options
 from adapt.cli.support import err, fail, setup_logging, validation_message
-from adapt.errors import InvalidConfig, UserError
+from adapt.errors import (
+    EnvironmentUnavailable,
+    InvalidConfig,
+    RemoteEnvironmentError,
+    UserError,
+)
 
 
 def _read_spec(value: str) -> str:
@@ -100,11 +105,13 @@ def run(
     )
     from adapt.engine import MemorySink, RunConfig
     from adapt.llm.openai_compat.pool import closing_default_pool
+    from adapt.service.remote_envs import register as register_remote
     from adapt.settings import get_settings
 
     setup_logging(verbose)
     try:
         settings = get_settings()
+        register_remote(settings)  # ADAPT_REMOTE_ENVIRONMENTS: a remote --env too
         env_config = parse_config_json(config)
         chain = None if cascade is None else [s.strip() for s in cascade.split(",")]
         if chain is not None:
@@ -158,7 +165,7 @@ def run(
                 names["executor"] = " > ".join(
                     m.name + (" (SIMULATED)" if m.simulated else "") for m in executors)
             out.print(render_summary(result, names))
-    except UserError as exc:
+    except (UserError, EnvironmentUnavailable, RemoteEnvironmentError) as exc:
         if not as_json:
             out.print()  # end the live view's last line before the error
         fail(str(exc))
@@ -166,9 +173,15 @@ def run(
 
 
 def envs() -> None:
-    """List the registered environments."""
+    """List the registered environments (the remote ones of ADAPT_REMOTE_ENVIRONMENTS too)."""
     from adapt.envs import registry
+    from adapt.service.remote_envs import register
+    from adapt.settings import get_settings
 
+    try:
+        register(get_settings())
+    except UserError as exc:
+        fail(str(exc))
     out = Console()
     for info in registry.describe():
         out.print(f"[bold]{info.name}[/]  {info.description}")

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from adapt.envs.base import Environment
+from adapt.envs.base import Environment, env_call
 from adapt.envs.verdicts import (
     UNKNOWN,
     Verifiable,
@@ -45,13 +45,13 @@ class Watch:
     mark: object | None
 
 
-def check(env: Environment, goal: str, mark: object | None, *, reward: float,
-          episode_done: bool) -> Verification:
+async def check(env: Environment, goal: str, mark: object | None, *, reward: float,
+                episode_done: bool) -> Verification:
     """The environment's verdict on ``goal``: its own ``verify`` where it has one, else (and
     for a root goal it cannot decide) the episode's reward."""
     verdict = UNKNOWN
     if isinstance(env, Verifiable):
-        verdict = env.verify(goal, since=mark)
+        verdict = await env_call(env, env.verify, goal, since=mark)
     if verdict.checkable:
         return verdict
     root = str(env.goal or "")
@@ -69,7 +69,7 @@ def feedback(evidence: str) -> str:
     return FEEDBACK.format(evidence=evidence)
 
 
-def final_verdict(env: Environment, goal: str, *, reward: float,
-                  episode_done: bool) -> Verification:
+async def final_verdict(env: Environment, goal: str, *, reward: float,
+                        episode_done: bool) -> Verification:
     """The verdict on a task's root goal when the task ends (the status rule)."""
-    return check(env, goal, None, reward=reward, episode_done=episode_done)
+    return await check(env, goal, None, reward=reward, episode_done=episode_done)

@@ -24,7 +24,7 @@ from adapt.engine.executors import make_executor
 from adapt.engine.executors.base import ExecuteOptions, ExecutionResult, Executor
 from adapt.engine.runtime import Run
 from adapt.engine.tree import Node, Termination
-from adapt.envs.base import undoable
+from adapt.envs.base import env_call, undoable
 
 
 def goal_key(goal: str) -> str:
@@ -114,7 +114,7 @@ class NodeRunner:
                 kind="task", parent_id=node.id, position=len(run.children(node)),
                 depth=node.depth, goal=node.goal,
                 label=f"attempt {number + 1}: {model.name}"[:255])
-            undo_mark = undo.checkpoint() if undo is not None else None
+            undo_mark = await env_call(env, undo.checkpoint) if undo is not None else None
             result = await self.execute(kid, task, replace(options or ExecuteOptions(),
                                                            model=model))
             # the node's goal is checked against the state its first attempt started from
@@ -123,7 +123,7 @@ class NodeRunner:
             if result.success:
                 break
             if undo is not None and not run.episode_done:
-                undo.rollback(undo_mark)
+                await env_call(env, undo.rollback, undo_mark)
         if result is None:
             return ExecutionResult(False, None, run.reward, Termination.DONE, 0)
         await self.record(node, result)
@@ -135,8 +135,8 @@ class NodeRunner:
         run = self.run
         if run.config.verification == "off":
             return ok
-        check = claim_checks.check(run.env, node.goal, self.marks.get(node.id),
-                                   reward=run.reward, episode_done=run.episode_done)
+        check = await claim_checks.check(run.env, node.goal, self.marks.get(node.id),
+                                         reward=run.reward, episode_done=run.episode_done)
         if not check.checkable:
             return ok
         await run.update(node, verdict=check.verdict, evidence=check.evidence or None)
@@ -148,8 +148,8 @@ class NodeRunner:
         run = self.run
         if run.config.verification != "env":
             return None
-        before = claim_checks.check(run.env, node.goal, mark, reward=run.reward,
-                                    episode_done=run.episode_done)
+        before = await claim_checks.check(run.env, node.goal, mark, reward=run.reward,
+                                          episode_done=run.episode_done)
         if before.verdict != "confirmed":
             return None
         await run.update(node, executor_success=True, verdict="confirmed",
@@ -162,7 +162,7 @@ class NodeRunner:
         run = self.run
         fields: dict[str, object] = {"status": "succeeded" if ok else "failed", "success": ok}
         if ok and node.kind == "task":
-            run.carry(run.env.salient_state())
+            run.carry(await env_call(run.env, run.env.salient_state))
             fields["context_out"] = run.context
         await run.update(node, **fields)
         return ok

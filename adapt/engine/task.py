@@ -18,6 +18,7 @@ from adapt.engine.strategies import get_strategy
 from adapt.engine.tree import FinalStatus, Node, NodeStatus, Step, TaskResult
 from adapt.envs.base import (
     Environment,
+    env_call,
     final_action,
     start_episode_async,
     step_async,
@@ -81,7 +82,7 @@ async def run_task(
     started = time.monotonic()
     observation = await start_episode_async(env, env_settings)
     root_goal = goal or env.goal
-    task = env.task_observation(goal) if goal else observation
+    task = await env_call(env, env.task_observation, goal) if goal else observation
 
     status: FinalStatus
     error: str | None = None
@@ -111,8 +112,8 @@ async def run_task(
     claimed = bool(root_node and root_node.success)
     final_check = None
     if root_node is not None and status in ("succeeded", "failed"):
-        final_check = final_verdict(env, root_goal, reward=run.reward,
-                                    episode_done=run.episode_done)
+        final_check = await final_verdict(env, root_goal, reward=run.reward,
+                                          episode_done=run.episode_done)
         if final_check.verdict == "refuted" and status == "succeeded":
             # the status rule: never "succeeded" against the environment's word (any strategy)
             status = "failed"

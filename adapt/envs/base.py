@@ -158,10 +158,11 @@ class AsyncStepping(Protocol):
 @runtime_checkable
 class BlockingSteps(Protocol):
     """``blocking_steps = True``: ``step`` and starting an episode may block for seconds (a
-    subprocess, a sandbox); the engine then runs them in a worker thread (``step_async``,
-    ``start_episode_async``; a pool of ``ENV_STEP_THREADS`` of their own), one at a time per
-    environment, so the event loop (other tasks, a worker's lease heartbeat) keeps running
-    meanwhile."""
+    subprocess, a sandbox, a server); the engine then runs them in a worker thread
+    (``step_async``, ``start_episode_async``; a pool of ``ENV_STEP_THREADS`` of their own), one
+    at a time per environment, so the event loop (other tasks, a worker's lease heartbeat)
+    keeps running meanwhile. So do the calls it makes between steps (``env_call``: the task
+    observation, the verdicts, the salient state, checkpoints)."""
 
     blocking_steps: ClassVar[bool]
 
@@ -190,6 +191,13 @@ async def _in_thread(fn: Callable[..., _T], *args: Any) -> _T:
         _env_pool(), functools.partial(context.run, fn, *args))
 
 
+async def in_env_thread(fn: Callable[..., _T], *args: Any) -> _T:
+    """``fn(*args)`` in the environment-step pool (for work that may block on an environment,
+    e.g. making a remote environment's class from its server's metadata), never in asyncio's
+    small default pool."""
+    return await _in_thread(fn, *args)
+
+
 def blocks(env: object) -> bool:
     """Whether ``env`` declares that its steps block (see :class:`BlockingSteps`)."""
     return isinstance(env, BlockingSteps) and env.blocking_steps is True
@@ -204,6 +212,15 @@ async def step_async(env: Environment, action: str) -> StepResult:
     if blocks(env):
         return await _in_thread(env.step, action)
     return env.step(action)
+
+
+async def env_call(env: object, fn: Callable[..., _T], *args: Any, **kwargs: Any) -> _T:
+    """``fn(*args, **kwargs)``, a member of ``env`` the engine calls between steps (a task
+    observation, a verdict, the salient state, a checkpoint): in a worker thread when the
+    environment's steps block (a remote environment asks its server), else directly."""
+    if blocks(env):
+        return await _in_thread(functools.partial(fn, *args, **kwargs))
+    return fn(*args, **kwargs)
 
 
 async def start_episode_async(env: Environment, config: BaseModel | Mapping[str, Any]) -> str:

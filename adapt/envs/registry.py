@@ -10,6 +10,11 @@ Built-ins are imported lazily, and a target that fails to import (or is not an e
 class) is logged as a warning and left out, so one broken plug-in never breaks the registry.
 When two targets claim the same name, the first wins: built-ins first, then entry points in
 ``sys.path`` order. The table is built once and cached; :func:`refresh` rebuilds it.
+
+Environments served by another process (registered by the operator, see
+:mod:`adapt.envs.remote`) are entries of their own (:func:`set_remote`): each makes its class
+when first asked (from the server's metadata), and a registered name hides a built-in or
+plug-in of the same name.
 """
 
 from __future__ import annotations
@@ -20,12 +25,18 @@ import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from importlib.metadata import EntryPoint, entry_points
-from typing import Any, cast
+from typing import Any, Protocol, cast
 
 from pydantic import BaseModel, ConfigDict, ValidationError
 
 from adapt.envs.base import Environment
-from adapt.errors import InvalidConfig, UnknownEnvironment, UserError
+from adapt.errors import (
+    EnvironmentUnavailable,
+    InvalidConfig,
+    RemoteEnvironmentError,
+    UnknownEnvironment,
+    UserError,
+)
 
 logger = logging.getLogger(__name__)
 
@@ -62,6 +73,35 @@ _REQUIRED_MEMBERS = (
 
 _lock = threading.RLock()  # re-entrant: a plug-in may consult the registry while importing
 _cache: dict[str, type[Environment]] | None = None
+
+
+class RemoteEntry(Protocol):
+    """An environment served by another process (:class:`adapt.envs.remote.RemoteLoader`)."""
+
+    def loaded(self) -> type[Environment] | None:
+        """The class, when it was made already (no request)."""
+        ...
+
+    def load(self, *, wait: bool = True) -> type[Environment]:
+        """The class, made from the server's metadata if need be; ``EnvironmentUnavailable``
+        when the server does not answer (``wait=False``: after one try)."""
+        ...
+
+
+_remote: dict[str, RemoteEntry] = {}
+
+
+def set_remote(entries: Mapping[str, RemoteEntry]) -> None:
+    """Make ``entries`` the process's remote environments (replacing those set before)."""
+    global _remote
+    with _lock:
+        _remote = dict(entries)
+
+
+def remote_entries() -> dict[str, RemoteEntry]:
+    """The process's remote environments, by name (a copy)."""
+    with _lock:
+        return dict(_remote)
 
 
 class EnvironmentInfo(BaseModel):
@@ -196,8 +236,7 @@ def refresh() -> None:
         _cache = None
 
 
-def available(*, refresh: bool = False) -> dict[str, type[Environment]]:
-    """Every environment that loaded, by name (a copy of the cached table)."""
+def _local(refresh: bool = False) -> dict[str, type[Environment]]:
     global _cache
     with _lock:
         if _cache is None or refresh:
@@ -205,15 +244,33 @@ def available(*, refresh: bool = False) -> dict[str, type[Environment]]:
         return dict(_cache)
 
 
+def available(*, refresh: bool = False) -> dict[str, type[Environment]]:
+    """Every environment that loaded, by name: the built-ins and plug-ins (a copy of the cached
+    table) and the remote environments whose servers answer (one try for each whose metadata
+    was not read yet; one that does not answer is logged and left out)."""
+    table = _local(refresh)
+    for name, entry in remote_entries().items():
+        try:
+            table[name] = entry.load(wait=False)
+        except (EnvironmentUnavailable, RemoteEnvironmentError) as exc:
+            table.pop(name, None)
+            logger.warning("remote environment %r is left out: %s", name, exc)
+    return table
+
+
 def get(name: str) -> type[Environment]:
-    """The environment class registered as ``name``; ``UnknownEnvironment`` lists the others."""
-    table = available()
+    """The environment class registered as ``name``; ``UnknownEnvironment`` lists the others.
+    A remote environment whose server does not answer raises ``EnvironmentUnavailable``."""
+    entry = remote_entries().get(name)
+    if entry is not None:
+        return entry.load()
+    table = _local()
     try:
         return table[name]
     except KeyError:
         if name in _missing:
             raise UserError(f"environment {name!r} is not available: {_missing[name]}") from None
-        raise UnknownEnvironment(name, sorted(table)) from None
+        raise UnknownEnvironment(name, sorted({*table, *remote_entries()})) from None
 
 
 def create(name: str, **kwargs: Any) -> Environment:

@@ -1,4 +1,6 @@
-"""One request to a URL a user chose, bounded in time and in what is read of the answer.
+"""One request to a URL a user (or the operator) chose, bounded in time and in what is read of
+the answer: :func:`post_pinned` for webhooks (a few KB of the answer, for the log),
+:func:`send_pinned` for remote environments (the whole answer, up to a limit).
 
 - The request goes to an address the policy just checked (:func:`adapt.net.policy.pinned`),
   each in turn until one accepts the connection; the name is not resolved again.
@@ -21,6 +23,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import time
 from dataclasses import dataclass
 
 import httpx
@@ -93,4 +96,73 @@ async def post_pinned(client: httpx.AsyncClient, url: str, addresses: list[str],
     return await _exchange(client, request(addresses[-1]), deadline, max_answer_bytes)
 
 
-__all__ = ["ANSWER_PREFIX_BYTES", "Answer", "new_client", "post_pinned"]
+# -- whole answers, for a client that reads them (remote environments) -----------------------
+
+
+class AnswerTooLarge(httpx.HTTPError):
+    """The answer's body is larger than the caller reads."""
+
+
+def new_sync_client(timeout: float, user_agent: str) -> httpx.Client:
+    """A blocking client for :func:`send_pinned` that keeps connections for reuse: one client
+    per registered server, so a kept connection only ever carries requests for that server's
+    name (to the address it was opened to, which was checked then)."""
+    return httpx.Client(timeout=timeout, follow_redirects=False,
+                        headers={"user-agent": user_agent, "accept-encoding": "identity"},
+                        trust_env=False, verify=ssl_context())
+
+
+@dataclass(frozen=True)
+class Reply:
+    status_code: int
+    content_type: str
+    body: bytes
+
+
+def _read_all(client: httpx.Client, request: httpx.Request, deadline: float,
+              limit: int) -> Reply:
+    response = client.send(request, stream=True)
+    try:
+        if response.headers.get("content-encoding", "identity").lower() != "identity":
+            raise httpx.DecodingError("the answer is compressed although identity was asked")
+        kept = bytearray()
+        for chunk in response.iter_raw():
+            kept += chunk
+            if len(kept) > limit:
+                raise AnswerTooLarge(f"the answer is larger than {limit} bytes")
+            if time.monotonic() > deadline:
+                raise httpx.ReadTimeout("the answer did not arrive before the deadline")
+        return Reply(response.status_code, response.headers.get("content-type", ""),
+                     bytes(kept))
+    finally:
+        response.close()
+
+
+def send_pinned(client: httpx.Client, method: str, url: str, addresses: list[str], *,
+                body: bytes | None, headers: dict[str, str], deadline: float,
+                max_answer_bytes: int) -> Reply:
+    """Send ``method`` ``url`` to one of ``addresses`` (the ones the policy checked), each in
+    turn until one accepts the connection, and read the whole answer, at most
+    ``max_answer_bytes`` of it (:class:`AnswerTooLarge` past that), before ``deadline``
+    (``time.monotonic()``; each network operation also waits at most the time left).
+    Blocking: call it from a thread. ``httpx.ConnectError`` / ``ConnectTimeout``: nothing was
+    sent; other ``httpx.HTTPError`` s: the request may have arrived."""
+    if not addresses:
+        raise httpx.ConnectError(f"{url}: no address to send to")
+
+    def request(address: str) -> httpx.Request:
+        target = pinned(url, address)
+        extensions = ({"sni_hostname": target.server_name} if target.server_name else None)
+        return client.build_request(method, target.url, content=body,
+                                    headers={**headers, "host": target.host_header},
+                                    timeout=max(0.001, deadline - time.monotonic()),
+                                    extensions=extensions)
+
+    for address in addresses[:-1]:
+        with contextlib.suppress(httpx.ConnectError, httpx.ConnectTimeout):
+            return _read_all(client, request(address), deadline, max_answer_bytes)
+    return _read_all(client, request(addresses[-1]), deadline, max_answer_bytes)
+
+
+__all__ = ["ANSWER_PREFIX_BYTES", "Answer", "AnswerTooLarge", "Reply", "new_client",
+           "new_sync_client", "post_pinned", "send_pinned"]

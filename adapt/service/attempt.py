@@ -21,7 +21,7 @@ from adapt.engine.config import ModelSpecs, ResolvedConfig
 from adapt.engine.events import FanoutSink, TreeSink
 from adapt.engine.tree import TaskResult
 from adapt.envs import registry
-from adapt.envs.base import Environment
+from adapt.envs.base import Environment, in_env_thread
 from adapt.llm.base import ChatModel, ChatResponse
 from adapt.llm.recording import (
     RecordedCall,
@@ -98,7 +98,8 @@ async def prepare_attempt(ctx: ServiceContext, task_id: str, attempt: int) -> At
         raise TaskGone(f"task {task_id} no longer exists")
     recording, skip = await _load_replay(ctx, task_id)
     config = stored_config(task)
-    env = registry.create(task.environment)
+    # a remote environment's class may need its server's metadata: read off the loop
+    env = await in_env_thread(registry.create, task.environment)
     try:
         return await _assemble(ctx, task, attempt, env, config, recording, skip)
     except BaseException:

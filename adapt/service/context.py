@@ -27,6 +27,7 @@ from adapt.errors import Draining
 from adapt.llm import ClientPool, Pricing
 from adapt.llm.base import ChatModel, ChatRequest, ChatResponse, Usage, WrapperModel
 from adapt.llm.retry import RetryBudget, RetryingModel
+from adapt.service import remote_envs
 from adapt.service.faults import is_database_error
 from adapt.service.model_factory import ModelFactory
 from adapt.service.webhooks import WebhookSender
@@ -89,6 +90,7 @@ class ServiceContext:
 
     @classmethod
     def create(cls, settings: Settings, *, engine: AsyncEngine | None = None) -> ServiceContext:
+        remote_envs.register(settings)  # the operator's remote environments (refused: raises)
         engine = engine or create_engine(settings.database_url,
                                          pool_size=settings.db_pool_size)
         return cls(settings, engine, session_factory(engine), ClientPool(),

@@ -141,6 +141,22 @@ class RateLimited(ClientError):
         return {"Retry-After": str(self.retry_after)}
 
 
+class EnvironmentNotAvailable(ClientError):
+    """The task's environment is served by another process, which does not answer now."""
+
+    status = 503
+    problem_type = "environment-unavailable"
+    title = "Environment unavailable"
+
+    def __init__(self, name: str, reason: str) -> None:
+        self.name = name
+        super().__init__(f"environment {name!r} is not available now ({reason}); try again "
+                         "later")
+
+    def headers(self) -> Mapping[str, str]:
+        return {"Retry-After": "10"}
+
+
 # -- errors that end a worker's attempt --------------------------------------------------------
 
 

@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapt.engine.tree import TaskStatus as TaskStatus
 from adapt.errors import InvalidCursor
+from adapt.service import remote_envs
 from adapt.service.dispatch import Dispatcher
 from adapt.service.errors import EndpointLimit, InvalidField, NotFound, SubmissionInvalid
 from adapt.service.resume import resume_task
@@ -139,6 +140,7 @@ class TaskService:
         bad = find_unstorable(request, "")
         if bad:
             raise SubmissionInvalid(bad.lstrip("."), UNSTORABLE_MESSAGE)
+        await remote_envs.ready(sub.environment)  # a remote one's class, off the loop
         outcome = await submit_task(self.session, self.settings, self.tenant, sub,
                                     idempotency_key=idempotency_key,
                                     body_hash=request_hash(request))

@@ -56,7 +56,7 @@ def preload() -> float:
     ssl_context()  # the model clients' TLS context (the CA bundle is read once)
     available_executors()
     available_strategies()
-    environments.available()
+    environments.available()  # (remote environments too: their servers' metadata)
     parse("(Step 1 AND Step 2)")
     failure: list[BaseException] = []
 

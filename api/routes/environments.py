@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from fastapi import APIRouter
+from starlette.concurrency import run_in_threadpool
 
 from adapt.service.operations import catalog
 from api.deps import TenantDep
@@ -22,7 +23,7 @@ router = APIRouter(prefix="/environments", tags=["environments"])
     responses={401: PROBLEMS[401]},
 )
 async def list_environments(_tenant: TenantDep) -> EnvironmentList:
-    found = catalog()
+    found = await run_in_threadpool(catalog)  # a remote environment's metadata: a request
     return EnvironmentList(
         items=[EnvironmentPublic.model_validate(info.model_dump())
                for info in found.environments],

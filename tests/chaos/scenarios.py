@@ -12,6 +12,10 @@ reports:
 - ``recovery_s``: seconds from the fault clearing to the last task finishing;
 - ``worker_exits``: exit codes of worker processes that ended during the scenario.
 
+With an environment server (``stack(env_server="textcraft")``: ``adapt env serve`` in a process
+of its own, registered with the workers as the remote ``textcraft``), a change the server
+applied twice in one session (its log counts them) is a problem too.
+
 Used by the chaos tests (which assert on the figures) and by ``python -m tests.chaos.bench``
 (which prints them).
 """
@@ -21,6 +25,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import random
+import re
 import signal
 import time
 import uuid
@@ -41,6 +46,7 @@ from adapt.store.models import Task
 from tests.chaos.infra import PrivatePostgres, PrivateRedis
 from tests.service.helpers import events, insert_task, persisted_tree
 from tests.service.test_execute import as_persisted
+from tests.support.envserver import EnvServerProcess
 from tests.support.simserver import SimServer, start_sim_server, stop_sim_server
 from tests.support.workers import (
     SIM,
@@ -102,6 +108,15 @@ class Stack:
     sessions: async_sessionmaker[AsyncSession]
     #: pids of workers the fault stopped on purpose (their exits are not failures)
     victims: set[int] = field(default_factory=set)
+    #: the environment server the workers' remote ``textcraft`` is at (None: in process)
+    env_server: EnvServerProcess | None = None
+
+    def worker_settings(self) -> dict[str, Any]:
+        settings: dict[str, Any] = {**SHORT_LEASE, "llm_endpoints": [self.sim.base_url]}
+        if self.env_server is not None:
+            settings["remote_environments"] = {"textcraft": {"url": self.env_server.url}}
+            settings["remote_environment_allowed_networks"] = ["127.0.0.1/32"]
+        return settings
 
     async def submit(self, seeds: list[int], d_max: int = 4) -> list[str]:
         ids = [await insert_task(self.sessions, config={"seed": s}, model=http_spec(
@@ -133,16 +148,24 @@ class Stack:
 @contextlib.asynccontextmanager
 async def stack(pg: PrivatePostgres, redis: PrivateRedis, log_dir: Path, *,
                 latency: float = 0.05, error_rate: float = 0.0,
-                sim_options: dict[str, Any] | None = None) -> Any:
+                sim_options: dict[str, Any] | None = None,
+                env_server: str | None = None) -> Any:
     url = await asyncio.to_thread(pg.create_database)
     queue = f"adapt-chaos-{uuid.uuid4().hex[:10]}"
     sim = start_sim_server(latency=latency, error_rate=error_rate, **(sim_options or {}))
     workers = Workers(url, queue, log_dir, broker_url=redis.url)
     engine = create_engine(url, pool_size=2)
+    served = None
     try:
-        yield Stack(pg, redis, url, queue, workers, sim, engine, session_factory(engine))
+        if env_server is not None:
+            served = EnvServerProcess(env_server, log_dir / "env-server.log")
+            await asyncio.to_thread(served.start)
+        yield Stack(pg, redis, url, queue, workers, sim, engine, session_factory(engine),
+                    env_server=served)
     finally:
         workers.stop_all()
+        if served is not None:
+            served.stop()
         stop_sim_server(sim)
         await engine.dispose()
 
@@ -201,6 +224,10 @@ async def measure(st: Stack, name: str, ids: list[str], seeds: list[int],
         fig.recovery_s = max(0.0, finished_at - cleared_at)
     fig.worker_exits = [w.proc.returncode for w in st.workers.started
                         if w.proc.poll() is not None and w.pid not in st.victims]
+    if st.env_server is not None:
+        twice = sorted(k for k, n in st.env_server.applied().items() if n > 1)
+        if twice:
+            fig.problems.append(f"changes applied twice by the environment server: {twice[:5]}")
     return fig
 
 
@@ -213,7 +240,7 @@ async def run(st: Stack, name: str, seeds: list[int], fault: Fault | None, *,
               worker_settings: dict[str, Any] | None = None, d_max: int = 4) -> Figures:
     """Start ``workers`` worker processes, submit one task per seed, run ``fault`` (which
     returns once the fault has cleared), wait for every task, measure."""
-    settings = {**SHORT_LEASE, "llm_endpoints": [st.sim.base_url], **(worker_settings or {})}
+    settings = {**st.worker_settings(), **(worker_settings or {})}
     procs = [st.workers.start(concurrency=concurrency, **settings) for _ in range(workers)]
     for p in procs:
         p.wait_ready()
@@ -284,7 +311,7 @@ def kill_workers(kills: int = 3, every: float = 1.5, sig: int = signal.SIGKILL,
             victim.proc.send_signal(sig)
             await asyncio.to_thread(victim.proc.wait, 30)
             st.workers.start(concurrency=concurrency, **{
-                **SHORT_LEASE, "llm_endpoints": [st.sim.base_url], **(settings or {})})
+                **st.worker_settings(), **(settings or {})})
         return None
     return fault
 
@@ -317,6 +344,26 @@ def zombie_worker(stopped_for: float = 5.0, after_calls: int = 10) -> Fault:
         victim.proc.send_signal(signal.SIGCONT)
         return None
     return fault
+
+
+def restart_env_server(down_seconds: float = 1.0, after_calls: int = 10) -> Fault:
+    """Kill the environment server (SIGKILL: every session lost, requests in flight cut) and
+    start it again on the same port after ``down_seconds``; a problem unless tasks were
+    running then (their sessions are started again on the new server)."""
+    async def fault(st: Stack) -> None:
+        server = st.env_server
+        if server is None:
+            raise RuntimeError("restart_env_server needs stack(env_server=...)")
+        await st.wait_calls(after_calls)
+        await asyncio.to_thread(server.restart, down_seconds)
+        return None
+    return fault
+
+
+def replayed_changes(worker_logs: str) -> list[int]:
+    """For every session a worker started again after losing it: how many recorded changes
+    it applied to the new one (from the workers' logs)."""
+    return [int(n) for n in re.findall(r"starting it again with (\d+) operation", worker_logs)]
 
 
 @contextlib.contextmanager
@@ -366,6 +413,8 @@ SCENARIOS: dict[str, Scenario] = {
                         repaid_bound=3 * 8),
     "duplicates": Scenario(_seeds(12), lambda: duplicate_delivery(3)),
     "zombie": Scenario(_seeds(12), lambda: zombie_worker(5.0), repaid_bound=8),
+    "env-server-restart": Scenario(_seeds(21), lambda: restart_env_server(3.0, after_calls=60),
+                                   stack={"env_server": "textcraft"}),
 }
 
 #: the same experiments, small enough to run on every CI run
@@ -386,4 +435,8 @@ SHORT: dict[str, Scenario] = {
                                                         after_calls=10), repaid_bound=8),
     "kill-9": Scenario(_seeds(6), lambda: kill_workers(1, sig=signal.SIGKILL, after_calls=10),
                        repaid_bound=8),
+    # no worker stops: no call is paid twice; each task's session is started again on the
+    # restarted server and its changes replayed, none applied twice in one session
+    "env-server-restart": Scenario(_seeds(6), lambda: restart_env_server(1.0, after_calls=40),
+                                   stack={"env_server": "textcraft"}),
 }

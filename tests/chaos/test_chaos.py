@@ -1,5 +1,7 @@
 """The chaos suite: real worker processes, a private PostgreSQL and Redis, the simulator's HTTP
-server logging every paid request; one fault per test. Each asserts that every task reaches the
+server logging every paid request (and, for the environment server's restart, ``adapt env
+serve textcraft`` as the workers' remote TextCraft, counting every change it applies); one
+fault per test. Each asserts that every task reaches the
 status and tree of an uninterrupted run, event sequences have no gaps, no worker exits, and no
 more calls are paid twice than were in flight at the fault.
 
@@ -15,7 +17,14 @@ from pathlib import Path
 import pytest
 
 from tests.chaos.infra import PrivatePostgres, PrivateRedis
-from tests.chaos.scenarios import SCENARIOS, SHORT, Figures, Scenario, stack
+from tests.chaos.scenarios import (
+    SCENARIOS,
+    SHORT,
+    Figures,
+    Scenario,
+    replayed_changes,
+    stack,
+)
 
 
 async def run_checked(scenario: Scenario, name: str,
@@ -24,6 +33,8 @@ async def run_checked(scenario: Scenario, name: str,
     async with stack(pg, redis, log_dir, **scenario.stack) as st:
         fig = await scenario.run(st, name)
         logs = st.workers.logs()
+        if st.env_server is not None:  # the restart hit tasks that had stepped: replayed
+            assert sum(replayed_changes(st.workers.full_logs())) > 0, logs
     figures = os.environ.get("ADAPT_CHAOS_FIGURES")  # a file to append the figures to
     if figures:
         with open(figures, "a") as out:

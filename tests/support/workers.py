@@ -122,6 +122,9 @@ class Workers:
         return "\n".join(f"--- worker {i} (pid {w.pid})\n{w.tail()}"
                          for i, w in enumerate(self.started))
 
+    def full_logs(self) -> str:
+        return "\n".join(w.log_path.read_text(errors="replace") for w in self.started)
+
     def stop_all(self) -> None:
         for w in self.started:
             w.stop()

@@ -156,7 +156,7 @@ class Episode:
                 await self._apply(turn)
                 if ending is not None:
                     return await self.conclude(ending)
-                confirmed = self._confirmed()
+                confirmed = await self._confirmed()
                 if confirmed is not None:
                     return self._result(Ending(True, None, Termination.VERIFIED), None, confirmed)
                 checkpoint = not turn.continues
@@ -184,19 +184,19 @@ class Episode:
             streak = streak + 1 if bad else 0
         return streak
 
-    def _check(self, watch: Watch) -> Verification:
+    async def _check(self, watch: Watch) -> Verification:
         """The verdict on the watched goal, with what the episode said so far (the run's
         state before this run, and this run's rewards and end)."""
-        return check(self.env, watch.goal, watch.mark,
-                     reward=max(self.run.reward, self.best_reward),
-                     episode_done=self.run.episode_done or self.done)
+        return await check(self.env, watch.goal, watch.mark,
+                           reward=max(self.run.reward, self.best_reward),
+                           episode_done=self.run.episode_done or self.done)
 
-    def _confirmed(self) -> Verification | None:
+    async def _confirmed(self) -> Verification | None:
         """The environment's confirmation of the watched goal after a turn, if it gives one."""
         watch = self.watch
         if watch is None:
             return None
-        verdict = self._check(watch)
+        verdict = await self._check(watch)
         return verdict if verdict.verdict == "confirmed" else None
 
     async def conclude(self, ending: Ending) -> ExecutionResult:
@@ -206,7 +206,7 @@ class Episode:
         watch = self.watch
         if watch is None:
             return self._result(ending, claim, None)
-        verdict = self._check(watch)
+        verdict = await self._check(watch)
         if verdict.verdict == "refuted" and ending.success:
             ending = Ending(False, ending.self_assessed, Termination.REFUTED)
         elif verdict.verdict == "confirmed" and not ending.success:

@@ -30,7 +30,7 @@ from adapt.engine.planning.planner import Planner
 from adapt.engine.runtime import Run
 from adapt.engine.strategies.plans import PlanTree, as_group, describe
 from adapt.engine.tree import Node
-from adapt.envs.base import undoable
+from adapt.envs.base import env_call, undoable
 
 
 class AdaptController:
@@ -50,12 +50,14 @@ class AdaptController:
         ``plan`` group child; ``executor.cascade`` says whether the later models come before
         the decomposition or after it failed."""
         run, runner = self.run, self.runner
-        task = task if task is not None else run.env.task_observation(node.goal)
+        if task is None:
+            task = await env_call(run.env, run.env.task_observation, node.goal)
         env = run.env
         cascade = len(run.executor_models) > 1
         after = cascade and run.config.executor.cascade == "after"
         undo = undoable(env)
-        mark = undo.checkpoint() if undo is not None and not cascade else None
+        mark = (await env_call(env, undo.checkpoint) if undo is not None and not cascade
+                else None)
         if cascade:
             result = await runner.cascade(node, task, 0 if not after else None)
         else:
@@ -65,7 +67,7 @@ class AdaptController:
         if node.verdict == "refuted" and node.evidence:  # the next attempt hears why
             task = f"{task}\n{claim_checks.feedback(node.evidence)}"
         if undo is not None and not cascade and not run.episode_done:  # a failed attempt
-            undo.rollback(mark)  # leaves nothing behind
+            await env_call(env, undo.rollback, mark)  # leaves nothing behind
         if run.episode_done or node.depth >= run.config.d_max:
             if after and not run.episode_done:
                 return await runner.finish(node, (await runner.cascade(node, task, 1)).success)

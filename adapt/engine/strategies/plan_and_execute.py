@@ -16,6 +16,7 @@ from adapt.engine.prompts import require_template
 from adapt.engine.runtime import Run
 from adapt.engine.strategies.plans import PlanTree, as_group
 from adapt.engine.tree import Node, Termination
+from adapt.envs.base import env_call
 
 
 class PlanAndExecute:
@@ -28,7 +29,7 @@ class PlanAndExecute:
         self.tree = PlanTree(self.runner, self.solve)
 
     async def solve(self, node: Node) -> bool:
-        task = self.run.env.task_observation(node.goal)
+        task = await env_call(self.run.env, self.run.env.task_observation, node.goal)
         result = await self.runner.execute(node, task)
         return await self.runner.finish(node, result.success)
 

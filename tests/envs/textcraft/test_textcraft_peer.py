@@ -9,74 +9,28 @@ order), and every line the peer lists is a command of adapt's recipe book.
 
 from __future__ import annotations
 
-import os
-import socket
-import subprocess
-import sys
-import time
 from collections.abc import Iterator
-from importlib.util import find_spec
 from pathlib import Path
 
 import httpx
 import pytest
 
 from adapt.envs.textcraft.book import load_book
+from tests.support.agentgym_peer import peer_dir_or_skip, running_peer
 
 #: the goals the peer serves: every item with a recipe of depth >= 1 (its README)
 PEER_GOALS = 544
-#: the peer's launch settings: the recipe files in reverse-sorted name order (the cycle
-#: recipes of the published games) and a fixed hash seed (its listings come from sets)
-PEER_ENV = {"TEXTCRAFT_RECIPE_ORDER": "reverse", "PYTHONHASHSEED": "0"}
-#: what the peer imports besides the standard library
-PEER_PACKAGES = ("fastapi", "uvicorn", "gymnasium", "numpy")
 
 pytestmark = pytest.mark.slow
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def peer(peer_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[httpx.Client]:
-    serve = peer_dir / "serve.sh"
-    missing = [name for name in PEER_PACKAGES if find_spec(name) is None]
-    if missing:
-        pytest.skip(f"the peer needs {', '.join(missing)}: pip install -e '.[test]'")
-    port = _free_port()
-    bin_dir = str(Path(sys.executable).parent)  # serve.sh runs the first `python` on PATH
-    env = {**os.environ, **PEER_ENV, "PATH": bin_dir + os.pathsep + os.environ.get("PATH", "")}
+    peer_dir_or_skip()
     log_path = tmp_path_factory.mktemp("peer") / "server.log"
-    with log_path.open("wb") as log:
-        proc = subprocess.Popen(
-            [str(serve), str(port)], stdout=log, stderr=subprocess.STDOUT, env=env
-        )
-    client = httpx.Client(base_url=f"http://127.0.0.1:{port}", timeout=30.0)
-    try:
-        deadline = time.monotonic() + 60
-        while True:
-            if proc.poll() is not None:
-                pytest.fail(f"the peer exited ({proc.returncode}): {log_path.read_text()[-2000:]}")
-            try:
-                if client.get("/").status_code == 200:
-                    break
-            except httpx.TransportError:
-                pass
-            if time.monotonic() > deadline:
-                pytest.fail(f"the peer did not answer in 60 s: {log_path.read_text()[-2000:]}")
-            time.sleep(0.1)
+    with running_peer(peer_dir, log_path) as running, httpx.Client(
+            base_url=running.url, timeout=30.0) as client:
         yield client
-    finally:
-        client.close()
-        proc.terminate()
-        try:
-            proc.wait(15)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
 
 
 def _post(client: httpx.Client, path: str, body: dict[str, object]) -> dict[str, object]:
