@@ -30,6 +30,7 @@ from adapt.envs.mcp.settings import ServerSpec
 from adapt.envs.processes import minimal_environment
 from adapt.envs.tools import ToolSpec
 from adapt.errors import ToolServerFailed as ServerFailed
+from adapt.errors import UserError
 from adapt.net.policy import OutboundPolicy, pinned
 
 log = logging.getLogger(__name__)
@@ -125,7 +126,7 @@ class Connection:
             self.close()
             raise ServerFailed(f"MCP server {self.name!r} did not start within "
                                f"{self.start_timeout:g} s{self._stderr_tail()}") from None
-        except ServerFailed:
+        except UserError:  # the server's failure, an address the policy refuses: as they are
             self.close()
             raise
         except Exception as exc:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from adapt.envs.processes import minimal_environment
+from adapt.errors import UserError
 
 log = logging.getLogger(__name__)
 
@@ -43,6 +44,9 @@ class Episode:
 
 def new_episode(work_dir: Path, template: Path | None, key: str | None = None) -> Episode:
     """A fresh episode folder under ``work_dir`` with a copy of ``template`` (if given)."""
+    if template is not None and work_dir.resolve().is_relative_to(template.resolve()):
+        raise UserError(f"mcp: the episode folders ({work_dir}) are inside the workspace "
+                        f"template {template}: set ADAPT_MCP_WORK_DIR elsewhere")
     name = key if key is not None and _KEY.match(key) else uuid.uuid4().hex
     root = work_dir / name
     if root.exists():  # a dead attempt's leftover: the episode starts from the template again
