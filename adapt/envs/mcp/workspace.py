@@ -9,9 +9,12 @@ otherwise. A key's leftover folder (from a worker that died) is replaced.
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import re
 import shutil
+import signal
 import subprocess
 import tempfile
 import uuid
@@ -51,6 +54,7 @@ def new_episode(work_dir: Path, template: Path | None, key: str | None = None) -
     root = work_dir / name
     if root.exists():  # a dead attempt's leftover: the episode starts from the template again
         log.info("mcp: replacing the leftover episode folder %s", root)
+        stop_leftovers(root)
         shutil.rmtree(root)
     root.mkdir(parents=True, mode=0o700)
     workspace = None
@@ -58,6 +62,30 @@ def new_episode(work_dir: Path, template: Path | None, key: str | None = None) -
         workspace = root / "workspace"
         shutil.copytree(template, workspace, symlinks=True)
     return Episode(root, workspace)
+
+
+def stop_leftovers(root: Path) -> list[int]:
+    """Kill the processes still working in ``root`` (a dead worker's server, whose working
+    folder it was), so none of them writes into the workspace made again at the same path;
+    returns their ids. Linux: read from ``/proc/PID/cwd``."""
+    killed: list[int] = []
+    base = root.resolve()
+    for entry in Path("/proc").glob("[0-9]*"):
+        pid = int(entry.name)
+        if pid == os.getpid():
+            continue
+        try:
+            cwd = Path(os.readlink(entry / "cwd"))
+        except OSError:
+            continue
+        if cwd == base or cwd.is_relative_to(base):
+            with contextlib.suppress(OSError):
+                os.kill(pid, signal.SIGKILL)
+                killed.append(pid)
+    if killed:
+        log.warning("mcp: killed %d leftover process(es) working in %s: %s", len(killed), root,
+                    killed)
+    return killed
 
 
 @dataclass(frozen=True, slots=True)
