@@ -10,6 +10,7 @@ Standard library only.
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import threading
@@ -48,7 +49,7 @@ def main(argv: list[str]) -> int:
             params = message.get("params") or {}
             name = params.get("name")
             record = {"tool": name, "arguments": params.get("arguments"), "server": command,
-                      "at": time.time()}
+                      "proxy": os.getpid(), "at": time.time()}
             if name in slow:
                 log({**record, "pending": True})
                 time.sleep(slow[name])

@@ -129,7 +129,8 @@ def script(task_id: str, ws: str, template: Path, *, wrong: bool = False) -> lis
     return [*SCRIPTS[task_id](ws, template, wrong), DONE]
 
 
-def replies(task_id: str, template: Path, *, wrong: bool = False
+def replies(task_id: str, template: Path, *, wrong: bool = False,
+            edit: Callable[[list[str], str], list[str]] | None = None
             ) -> Callable[[ChatRequest], str]:
     """The scripted model's answers for one task (see the module's docstring)."""
     def reply(request: ChatRequest) -> str:
@@ -138,6 +139,8 @@ def replies(task_id: str, template: Path, *, wrong: bool = False
         if not found:
             return action("list_allowed_directories", {})
         steps = script(task_id, found[-1], template, wrong=wrong)
+        if edit is not None:
+            steps = edit(steps, found[-1])
         done = run.rsplit("Allowed directories:", 1)[1].count("\n> ") - 1
         return steps[min(done, len(steps) - 1)]
 
