@@ -7,13 +7,14 @@ See docs/mcp.md.
 """
 
 from adapt.envs.mcp.config import MCPConfig
-from adapt.envs.mcp.env import MCPEnvironment, mcp_policy
+from adapt.envs.mcp.env import MCPEnvironment
 from adapt.envs.mcp.settings import (
-           CheckSpec,
-           MCPSettings,
-           ServerSpec,
-           current_settings,
-           use_settings,
+    CheckSpec,
+    MCPSettings,
+    ServerSpec,
+    current_settings,
+    mcp_policy,
+    use_settings,
 )
 
 __all__ = ["CheckSpec", "MCPConfig", "MCPEnvironment", "MCPSettings", "ServerSpec",

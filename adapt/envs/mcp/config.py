@@ -11,7 +11,8 @@ from typing import ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from adapt.envs.mcp.settings import NAME_PATTERN, MCPSettings, current_settings
+from adapt.envs.mcp.settings import NAME_PATTERN, MCPSettings, current_settings, mcp_policy
+from adapt.errors import OutboundRefused
 
 
 def _registered(kind: str, name: str | None, table: dict[str, object], setting: str) -> None:
@@ -64,7 +65,14 @@ class MCPConfig(BaseModel):
     @field_validator("server")
     @classmethod
     def _server(cls, value: str) -> str:
-        _registered("server", value, dict(cls._in_force().servers), "ADAPT_MCP_SERVERS")
+        settings = cls._in_force()
+        _registered("server", value, dict(settings.servers), "ADAPT_MCP_SERVERS")
+        url = settings.servers[value].url
+        if url is not None:  # the policy when a task names it; again before each connection
+            try:
+                mcp_policy(settings.allowed_networks).check_url(url)
+            except OutboundRefused as exc:
+                raise ValueError(f"server {value!r}: {exc}") from None
         return value
 
     @field_validator("workspace")

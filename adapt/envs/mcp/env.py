@@ -40,24 +40,17 @@ from adapt.envs.journal import RecordedStep, ResumeHistory
 from adapt.envs.mcp import grammar
 from adapt.envs.mcp.client import CallResult, Connection, expand
 from adapt.envs.mcp.config import MCPConfig
-from adapt.envs.mcp.settings import MCPSettings, current_settings
+from adapt.envs.mcp.settings import MCPSettings, current_settings, mcp_policy
 from adapt.envs.mcp.workspace import Episode, default_work_dir, new_episode, run_check, shorten
 from adapt.envs.tools import ToolCallError, ToolSpec
 from adapt.envs.verdicts import UNKNOWN, Verification, same_goal
 from adapt.errors import InFlightCallRefused, UserError
-from adapt.net.policy import OutboundPolicy
 
 log = logging.getLogger(__name__)
 
 CHECK = "check"
 TOOL_ERROR = "Error from "
 NO_CHECK = "This task has no check: say when you are done (Task completed!)."
-
-
-def mcp_policy(allowed: Sequence[str]) -> OutboundPolicy:
-    """The outbound-address policy for MCP server URLs (``ADAPT_MCP_ALLOWED_NETWORKS``)."""
-    return OutboundPolicy(tuple(allowed), subject="MCP server URL", feature="MCP servers",
-                          setting="ADAPT_MCP_ALLOWED_NETWORKS", docs="docs/mcp.md")
 
 
 class MCPEnvironment(BaseEnvironment):

@@ -8,7 +8,7 @@ template, a check. Commands, paths and URLs are the operator's.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from contextvars import ContextVar
 from pathlib import Path
@@ -16,6 +16,8 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from adapt.net.policy import OutboundPolicy
 
 #: what a registered name may look like (a server, a workspace template, a check)
 NAME_PATTERN = r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,63}$"
@@ -132,6 +134,12 @@ class MCPSettings(BaseSettings):
         """What a task may name, for messages."""
         return {"server": sorted(self.servers), "workspace": sorted(self.workspaces),
                 "check": sorted(self.checks)}
+
+
+def mcp_policy(allowed: Sequence[str]) -> OutboundPolicy:
+    """The outbound-address policy for MCP server URLs (``ADAPT_MCP_ALLOWED_NETWORKS``)."""
+    return OutboundPolicy(tuple(allowed), subject="MCP server URL", feature="MCP servers",
+                          setting="ADAPT_MCP_ALLOWED_NETWORKS", docs="docs/mcp.md")
 
 
 _current: ContextVar[MCPSettings | None] = ContextVar("adapt_mcp_settings", default=None)
