@@ -145,3 +145,29 @@ def replies(task_id: str, template: Path, *, wrong: bool = False,
         return steps[min(done, len(steps) - 1)]
 
     return reply
+
+
+def _data() -> Path:
+    from tests.support.mcp_servers import require_mcpmark
+
+    return require_mcpmark()
+
+
+def by_task(wrong: bool) -> Callable[[ChatRequest], str]:
+    """One scripted model for all 6 tasks: the task in the prompt picks the script."""
+    data = _data()
+    from tests.support.mcpmark_service import runnable_tasks
+
+    tasks = {t["task_id"]: t for t in runnable_tasks()}
+    texts = {tid: (data / t["path"] / "description.md").read_text() for tid, t in tasks.items()}
+    answer = {tid: replies(tid, data / t["initial_state"], wrong=wrong)
+              for tid, t in tasks.items()}
+
+    def reply(request: ChatRequest) -> str:
+        prompt = request.as_prompt()
+        for tid, text in texts.items():
+            if text.strip() in prompt:
+                return answer[tid](request)
+        raise AssertionError("no MCPMark task in the prompt")
+
+    return reply

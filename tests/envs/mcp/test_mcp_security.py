@@ -32,10 +32,9 @@ async def client(sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
     monkeypatch.setenv("ADAPT_MCP_CHECKS", json.dumps({"ok": {"command": ["true"]}}))
     app = create_app(make_settings(sqlite_url, path_roots=[str(tmp_path / "roots")]),
                      dispatcher=FakeDispatcher())
-    async with app.router.lifespan_context(app):
-        async with httpx.AsyncClient(transport=httpx.ASGITransport(app=app),
-                                     base_url="http://t") as c:
-            yield c
+    async with app.router.lifespan_context(app), httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://t") as c:
+        yield c
 
 
 async def post(client: httpx.AsyncClient, config: dict[str, Any]) -> httpx.Response:

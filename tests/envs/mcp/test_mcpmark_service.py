@@ -11,7 +11,7 @@ import asyncio
 import json
 import subprocess
 import sys
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from pathlib import Path
 from typing import Any
@@ -24,28 +24,10 @@ from adapt.llm.testing import FunctionModel
 from adapt.settings import Settings
 from tests.support.mcp_servers import git_spec, require_filesystem_server, require_mcpmark
 from tests.support.mcpmark_service import registrations, runnable_tasks, submission
-from tests.support.mcpmark_solutions import SCRIPTS, replies
+from tests.support.mcpmark_solutions import SCRIPTS, by_task
 
 pytest.importorskip("mcp")
 pytestmark = pytest.mark.slow
-
-
-def by_task(wrong: bool) -> Callable[[ChatRequest], str]:
-    """One scripted model for all 6 tasks: the task in the prompt picks the script."""
-    data = require_mcpmark()
-    tasks = {t["task_id"]: t for t in runnable_tasks()}
-    texts = {tid: (data / t["path"] / "description.md").read_text() for tid, t in tasks.items()}
-    answer = {tid: replies(tid, data / t["initial_state"], wrong=wrong)
-              for tid, t in tasks.items()}
-
-    def reply(request: ChatRequest) -> str:
-        prompt = request.as_prompt()
-        for tid, text in texts.items():
-            if text.strip() in prompt:
-                return answer[tid](request)
-        raise AssertionError("no MCPMark task in the prompt")
-
-    return reply
 
 
 @asynccontextmanager
