@@ -159,8 +159,8 @@ def http_server(tmp_path: Path) -> Iterator[str]:
 def test_streamable_http_passes_the_outbound_policy(tmp_path: Path, http_server: str) -> None:
     refused = MCPEnvironment(settings=MCPSettings(servers={"remote": {"url": http_server}},
                                                   work_dir=tmp_path / "w"))
-    with pytest.raises(OutboundRefused, match="ADAPT_MCP_ALLOWED_NETWORKS"):
-        refused.reset(server="remote", task="t")
+    with pytest.raises(InvalidConfig, match="ADAPT_MCP_ALLOWED_NETWORKS"):
+        refused.reset(server="remote", task="t")  # when the task names it
     refused.close()
     allowed = MCPEnvironment(settings=MCPSettings(
         servers={"remote": {"url": http_server, "headers": {"Authorization": "Bearer t"}}},
@@ -199,3 +199,20 @@ def test_each_episode_works_on_a_fresh_copy_removed_after(tmp_path: Path) -> Non
         env.close()
     assert (template / "a.txt").read_text() == "original\n"
     assert list((tmp_path / "work").iterdir()) == []
+
+
+def test_a_name_is_checked_again_on_the_addresses_it_resolves_to(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    real = socket.getaddrinfo
+
+    def rebinding(host: str, *args: object, **kwargs: object) -> object:
+        if host == "mcp.example.com":  # a public name whose DNS answer points inside
+            return real("127.0.0.1", *args, **kwargs)  # type: ignore[arg-type]
+        return real(host, *args, **kwargs)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(socket, "getaddrinfo", rebinding)
+    env = MCPEnvironment(settings=MCPSettings(
+        servers={"remote": {"url": "http://mcp.example.com/mcp"}}, work_dir=tmp_path / "w"))
+    with pytest.raises(OutboundRefused, match="resolves to an address that is not public"):
+        env.reset(server="remote", task="t")  # the name passes; its address does not
+    env.close()
