@@ -123,17 +123,13 @@ async def test_a_task_on_the_python_git_server(tmp_path: Path, monkeypatch: pyte
 
     def reply(request: ChatRequest) -> str:
         run = request.as_prompt().rsplit("\nTask: ", 1)[-1]
-        done = run.count("\n> ") - 1
-        ws = str(tmp_path / "episodes")  # the repo copy's path, found below from the status
-        status = [line for line in run.splitlines() if line.startswith("Repository status")]
+        done = run.count("\n> ") - 1  # the actions taken so far
         script = [action("git_status", {"repo_path": "{repo}"}),
                   action("git_add", {"repo_path": "{repo}", "files": ["NOTES.md"]}),
                   action("git_commit", {"repo_path": "{repo}", "message": message}),
                   "think: The notes are committed. Task completed!"]
-        line = script[min(done, len(script) - 1)]
-        copy = next((tmp_path / "episodes").iterdir()) / "workspace"
-        assert status is not None and ws
-        return line.replace("{repo}", str(copy))
+        copy = next((tmp_path / "episodes").iterdir()) / "workspace"  # the episode's copy
+        return script[min(done, len(script) - 1)].replace("{repo}", str(copy))
 
     extra = {"ADAPT_MCP_SERVERS": json.dumps({"git": git_spec()}),
              "ADAPT_MCP_WORKSPACES": json.dumps({"notes-repo": str(repo)}),
