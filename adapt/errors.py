@@ -111,6 +111,15 @@ class PathNotAllowed(UserError):
         super().__init__(message)
 
 
+class ExtraMissing(UserError):
+    """An optional extra a feature needs is not installed; the message says how to install it."""
+
+
+class ToolServerFailed(UserError):
+    """A tool server (MCP) could not be started or reached, or stopped answering; the message
+    names the server and what it last said."""
+
+
 class InvalidCursor(UserError):
     """A pagination cursor that this server did not hand out."""
 
@@ -191,6 +200,13 @@ class EnvironmentUnavailable(TaskInterrupted):
 
 class Draining(TaskInterrupted):
     """The worker is shutting down: no new LLM call is started."""
+
+
+class InFlightCallRefused(TaskInterrupted):
+    """A resumed attempt met a call that was in flight when the task's last attempt stopped (the
+    model asked for it, its result was never recorded), and the tool does not say it is
+    read-only or idempotent: sending it again could repeat a side effect, so the attempt stops
+    and the task stays resumable. The message names the call."""
 
 
 class ReplayDivergence(AdaptError):

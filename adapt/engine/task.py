@@ -119,7 +119,7 @@ async def run_task(
             status = "failed"
             await run.update(root_node, status="failed", success=False,
                              verdict=final_check.verdict, evidence=final_check.evidence)
-        elif root_node.verdict is None and final_check.checkable:
+        elif root_node.verdict in (None, "unknown") and final_check.checkable:
             await run.update(root_node, verdict=final_check.verdict,
                              evidence=final_check.evidence)
     ran = [n for n in run.nodes.values() if n.kind == "task" and n.status not in

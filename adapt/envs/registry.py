@@ -49,6 +49,9 @@ BUILTINS: dict[str, str] = {
     "intercode_sql": "adapt.envs.intercode_sql:InterCodeSQL",
     "intercode_bash": "adapt.envs.intercode_bash:InterCodeBash",
     "calculator": "adapt.envs.calculator:Calculator",
+    # MCP servers the operator registers (the client is the optional extra ``mcp``: without it
+    # the environment is listed and says how to install it when an episode starts)
+    "mcp": "adapt.envs.mcp:MCPEnvironment",
     # optional extra ``alfworld``: without it the import fails and the entry is left out with a
     # warning that says how to install it
     "alfworld": "adapt.envs.alfworld:ALFWorld",

@@ -159,10 +159,12 @@ def request_diff(recorded: ChatRequest, got: ChatRequest) -> list[str]:
 
 class ReplayCursor:
     """Position in a recording. Several ``ReplayModel``s (e.g. executor and planner) sharing
-    one cursor replay one recording in its global call order."""
+    one cursor replay one recording in its global call order; ``live`` counts the calls they
+    sent live after it (0: everything so far came from the recording)."""
 
     def __init__(self) -> None:
         self.position = 0
+        self.live = 0
 
 
 class ReplayModel(WrapperModel):
@@ -216,6 +218,7 @@ class ReplayModel(WrapperModel):
             if self.live_calls == 0:
                 logger.info("replay finished after %d calls; continuing live", self.replayed)
             self.live_calls += 1
+            self.cursor.live += 1
             return None
         index = self.cursor.position
         recorded = self.recording.calls[index]

@@ -22,6 +22,7 @@ from adapt.engine.events import FanoutSink, TreeSink
 from adapt.engine.tree import TaskResult
 from adapt.envs import registry
 from adapt.envs.base import Environment, in_env_thread
+from adapt.envs.journal import Resumable, ResumeHistory
 from adapt.llm.base import ChatModel, ChatResponse
 from adapt.llm.recording import (
     RecordedCall,
@@ -38,6 +39,7 @@ from adapt.store import task_rows
 from adapt.store import traces as trace_store
 from adapt.store import webhooks as webhook_store
 from adapt.store.attempt import AttemptControl
+from adapt.store.journal import recorded_steps
 from adapt.store.models import Task
 from adapt.store.sink import DbSink
 
@@ -129,6 +131,11 @@ async def _assemble(ctx: ServiceContext, task: Task, attempt: int, env: Environm
     wrapped = {spec: wrap(spec) for spec in dict.fromkeys((*models.executor, models.planner))}
     cascade = [wrapped[spec] for spec in models.executor]
     planner = wrapped[models.planner]
+    if isinstance(env, Resumable):  # side effects: it resumes from the recorded steps
+        steps = await recorded_steps(ctx.sessions, task.id) if skip else []
+        env.resume_with(ResumeHistory(
+            key=task.id, steps=steps,
+            replaying=lambda: len(recording) > 0 and cursor.live == 0))
     # what the database says to this attempt (cancel, lease lost), apart from the sinks
     control = AttemptControl(task.id, attempt, ctx.worker_id,
                              cancel_requested=task.cancel_requested)

@@ -18,7 +18,13 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from adapt.errors import Draining, EnvironmentUnavailable, ProviderUnavailable, UserError
+from adapt.errors import (
+    Draining,
+    EnvironmentUnavailable,
+    InFlightCallRefused,
+    ProviderUnavailable,
+    UserError,
+)
 from adapt.service.attempt import Attempt, prepare_attempt
 from adapt.service.context import LIVENESS_BEATS as LIVENESS_BEATS
 from adapt.service.context import Running
@@ -211,7 +217,7 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
     except EnvironmentUnavailable as exc:
         log.warning("task %s: environment unavailable: %s", task_id, exc)
         return await fail(f"environment unavailable: {exc}")
-    except UserError as exc:
+    except (UserError, InFlightCallRefused) as exc:
         return await fail(str(exc))
     except Exception as exc:
         if is_database_error(exc):

@@ -4,9 +4,9 @@ point inside the operator's ``ADAPT_PATH_ROOTS``. The stored config holds the re
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, runtime_checkable
 
 from pydantic import BaseModel
 
@@ -49,3 +49,34 @@ def check_server_paths(config: BaseModel, roots: Sequence[Path]) -> dict[str, st
                 "may allow folders with ADAPT_PATH_ROOTS"))
         resolved[name] = str(target)
     return resolved
+
+
+@runtime_checkable
+class NamesServerPaths(Protocol):
+    """An environment whose config names server folders indirectly (a registered name that
+    stands for a folder, e.g. an MCP workspace template): ``server_paths(config)`` says which
+    field names which folder, so that the edge holds them to ``ADAPT_PATH_ROOTS`` too."""
+
+    def server_paths(self, config: Any) -> Mapping[str, str]: ...
+
+
+def check_named_paths(env_class: type, config: BaseModel, roots: Sequence[Path]) -> None:
+    """Raise :class:`PathNotAllowed` for a folder ``config`` names (through the environment's
+    ``server_paths``) that is outside every root."""
+    if not callable(getattr(env_class, "server_paths", None)):
+        return
+    env = env_class()
+    try:
+        if not isinstance(env, NamesServerPaths):
+            return
+        named = env.server_paths(config)
+    finally:
+        close = getattr(env, "close", None)
+        if callable(close):
+            close()
+    for field, folder in named.items():
+        if _inside(folder, roots) is None:
+            raise PathNotAllowed(field, (
+                f"its folder is not inside a folder this server lets tasks use "
+                f"({', '.join(str(r) for r in roots) or 'none: set ADAPT_PATH_ROOTS'}); the "
+                "operator must register templates inside ADAPT_PATH_ROOTS"))

@@ -34,7 +34,7 @@ from adapt.envs import registry
 from adapt.errors import InvalidConfig, OverLimit, UnknownEnvironment, UserError
 from adapt.service.errors import IdempotencyConflict, RateLimited, SubmissionInvalid
 from adapt.service.model_factory import ModelChoice, ModelFactory
-from adapt.service.paths import PathNotAllowed, check_server_paths
+from adapt.service.paths import PathNotAllowed, check_named_paths, check_server_paths
 from adapt.settings import Settings
 from adapt.store import task_rows
 from adapt.store import webhooks as webhook_store
@@ -175,6 +175,7 @@ def validate_submission(sub: Submission, settings: Settings) -> Validated:
         )
     try:
         paths = check_server_paths(config, settings.path_roots)
+        check_named_paths(env_cls, config, settings.path_roots)
     except PathNotAllowed as exc:
         raise SubmissionInvalid(f"environment_config.{exc.field}", str(exc)) from None
     # what the user set (validated), without nulls or defaults: the environment fills those in
