@@ -56,7 +56,10 @@ def test_a_profile_is_applied_in_one_function() -> None:
     readers = {(path, owner) for path, tree in sources().items()
                for owner, name in calls_by_function(tree) if name in PROFILE_READERS
                and path != "adapt/engine/profiles.py"}
-    assert readers == {("adapt/engine/resolve.py", "_apply_profile")}
+    # `adapt env serve` describes an environment's own paper settings to its clients (the
+    # client's resolver applies them); it applies no profile itself
+    assert readers == {("adapt/engine/resolve.py", "_apply_profile"),
+                       ("adapt/envserve/app.py", "describe")}
     callers = {(path, owner) for path, tree in sources().items()
                for owner, name in calls_by_function(tree) if name == "_apply_profile"}
     assert callers == {("adapt/engine/resolve.py", "resolve_config")}
