@@ -24,6 +24,7 @@ from adapt.service.gc_tuning import tune_gc
 from adapt.settings import Settings, get_settings
 from adapt.store import migrate
 from adapt.store.db import create_engine, session_factory
+from adapt.version import __version__
 from api import docs, openapi, problems, ui
 from api.deps import KeysCache, check_text_inputs
 from api.edge import EdgeMiddleware, HostPolicy
@@ -105,7 +106,7 @@ def create_app(settings: Settings | None = None, *,
     settings = settings or get_settings()
     app = FastAPI(
         title="adapt",
-        version="0.1.0",
+        version=__version__,  # pyproject's, from the package metadata
         summary="Recursive planner-executor service for LLM agents (ADaPT)",
         description=DESCRIPTION,
         lifespan=lifespan,

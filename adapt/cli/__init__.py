@@ -13,6 +13,8 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
 from adapt.cli import bench, data, db, docs, export, keys, llm, local, service
@@ -24,6 +26,25 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+
+def _version(show: bool) -> None:
+    if show:
+        from adapt.version import __version__
+
+        typer.echo(f"adapt {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True,
+        help="Print the installed version and exit.")] = False,
+) -> None:
+    """ADaPT: as-needed decomposition and planning for LLM agents."""
+
 
 app.command()(local.run)
 app.command()(local.envs)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import logging
 from importlib import resources
 from pathlib import Path
@@ -72,3 +73,13 @@ def pending(url: str) -> list[str]:
                 break
             todo.append(rev.revision)
     return todo[::-1]
+
+
+@functools.cache
+def code_head() -> str:
+    """The newest revision the installed migrations hold (what this release's code expects)."""
+    script = ScriptDirectory(str(migrations_dir()))
+    head = script.get_current_head()
+    if head is None:
+        raise UserError("the adapt migrations hold no revision; reinstall adapt")
+    return head
