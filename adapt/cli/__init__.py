@@ -2,9 +2,9 @@
 
 - :mod:`adapt.cli.local`: ``run``, ``envs``, ``sim-server`` (no server, no database)
 - :mod:`adapt.cli.service`: ``serve``, ``worker``
-- :mod:`adapt.cli.db`, :mod:`adapt.cli.keys`, :mod:`adapt.cli.data`, :mod:`adapt.cli.bench`,
-  :mod:`adapt.cli.llm`, :mod:`adapt.cli.docs`, :mod:`adapt.cli.export`: the
-  ``adapt db|keys|data|bench|llm|docs|export ...`` groups
+- :mod:`adapt.cli.db`, :mod:`adapt.cli.keys`, :mod:`adapt.cli.tasks`, :mod:`adapt.cli.data`,
+  :mod:`adapt.cli.bench`, :mod:`adapt.cli.llm`, :mod:`adapt.cli.docs`, :mod:`adapt.cli.export`:
+  the ``adapt db|keys|tasks|data|bench|llm|docs|export ...`` groups
 - :mod:`adapt.cli.support`: error output and the one logging set-up every command uses
 - what the verbs use: :mod:`adapt.cli.standalone` (``adapt run``'s task in this process, no
   server and no database), :mod:`adapt.cli.liveview` (its live tree in the terminal),
@@ -17,7 +17,7 @@ from typing import Annotated
 
 import typer
 
-from adapt.cli import bench, data, db, docs, export, keys, llm, local, service
+from adapt.cli import bench, data, db, docs, export, keys, llm, local, service, tasks
 
 app = typer.Typer(
     name="adapt",
@@ -51,6 +51,7 @@ app.command()(local.envs)
 app.command("sim-server")(local.sim_server)
 app.add_typer(db.app, name="db")
 app.add_typer(keys.app, name="keys")
+app.add_typer(tasks.app, name="tasks")
 app.add_typer(data.app, name="data")
 app.command()(service.serve)
 app.command()(service.worker)

@@ -1,4 +1,4 @@
-"""``/tasks``: create (idempotent), list, read, cancel and resume tasks."""
+"""``/tasks``: create (idempotent), list, read, cancel, resume and delete tasks."""
 
 from __future__ import annotations
 
@@ -189,3 +189,23 @@ async def cancel(task_id: str, service: TaskServiceDep) -> TaskPublic:
 )
 async def resume(task_id: str, service: TaskServiceDep) -> TaskPublic:
     return TaskPublic.model_validate(await service.resume(task_id))
+
+
+@router.delete(
+    "/{task_id}",
+    status_code=204,
+    summary="Delete a finished task and everything stored of it",
+    description=(
+        "Deletes the task with its nodes, steps, LLM calls, events, webhook deliveries and its "
+        "own webhook endpoint, and the stored prompt text no other task uses. Only a finished "
+        "task can be deleted: a queued or running one is **409** (`task-active`); cancel it "
+        "first (`POST /tasks/{id}/cancel`) and delete it once it has finished. **204** when "
+        "deleted; deleting it again is a 404."
+    ),
+    responses={**PROBLEMS, 409: {"model": Problem, "description": "The task is queued or "
+                                 "running: cancel it first"}},
+)
+async def delete_task(task_id: str, service: TaskServiceDep) -> Response:
+    # (a rendered tree the API cached stays unreachable: every read looks the task up first)
+    await service.delete(task_id)
+    return Response(status_code=204)
