@@ -4,14 +4,16 @@ them between deployments (``export``, ``import``)."""
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Awaitable, Callable
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Annotated, TypeVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.markup import escape
 
-from adapt.cli.support import err, fail
+from adapt.cli.support import err, fail, with_session
 
 if TYPE_CHECKING:
     from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -78,3 +80,81 @@ def tasks_purge(
     if active:
         err.print(f"[yellow]{active} queued or running task(s) left[/]: cancel them "
                   "(POST /tasks/{id}/cancel) and purge again once they have finished")
+
+
+@app.command("export")
+def tasks_export(
+    task_id: Annotated[str, typer.Argument(help="The task (any tenant's).")],
+    output: Annotated[Path | None, typer.Option(
+        "--output", "-o", help="Write the archive there (default: standard output).")] = None,
+) -> None:
+    """Write a finished task as one JSON document (an archive: the task, its tree, steps,
+    calls with their prompts, events), for `adapt tasks import` or POST /tasks/import."""
+    import orjson
+
+    from adapt.service.archive import export_task
+    from adapt.store.models import Task
+
+    async def read(session: AsyncSession) -> tuple[str | None, dict[str, Any] | None]:
+        task = await session.get(Task, task_id) if len(task_id) <= 32 else None
+        if task is None:
+            return None, None
+        if not task.finished:
+            return task.status, None
+        return task.status, await export_task(session, task)
+
+    try:
+        status, document = asyncio.run(with_session(read))
+    except Exception as exc:
+        fail(f"could not read the task (is the database migrated? `adapt db upgrade`): {exc}")
+    if status is None:
+        fail(f"no task {task_id!r}", code=1)
+    if document is None:
+        fail(f"task {task_id} is {status}: only a finished task can be exported; cancel it "
+             "first", code=1)
+    data = orjson.dumps(document)
+    if output is None:
+        sys.stdout.buffer.write(data + b"\n")
+        sys.stdout.flush()
+    else:
+        output.write_bytes(data)
+        err.print(f"wrote task {task_id} ({len(data)} bytes) to {escape(str(output))}")
+
+
+@app.command("import")
+def tasks_import(
+    archive: Annotated[Path, typer.Argument(help="An archive (`adapt tasks export`).",
+                                            exists=True, dir_okay=False)],
+    tenant: Annotated[str, typer.Option(help="The tenant the task is stored for.")],
+) -> None:
+    """Load an archive as a new task of TENANT (the same checks as POST /tasks/import,
+    including the size limit ADAPT_MAX_BODY_BYTES); prints the new task's id."""
+    import orjson
+
+    from adapt.service.archive import import_task
+    from adapt.service.errors import InvalidField
+    from adapt.settings import get_settings
+    from adapt.store.models import Task
+
+    limit = get_settings().max_body_bytes
+    size = archive.stat().st_size
+    if size > limit:
+        fail(f"{archive} is {size} bytes, more than ADAPT_MAX_BODY_BYTES ({limit}); raise that "
+             "setting to import it", code=1)
+    try:
+        document = orjson.loads(archive.read_bytes())
+    except orjson.JSONDecodeError as exc:
+        fail(f"{archive} is not JSON: {exc}", code=1)
+    async def load(sessions: async_sessionmaker[AsyncSession]) -> Task:
+        async with sessions() as session:
+            return await import_task(session, document, tenant)
+
+    try:
+        task = asyncio.run(with_sessions(load))
+    except InvalidField as exc:
+        fail(f"{archive}: {exc.field}: {exc.message}", code=1)
+    except Exception as exc:
+        fail(f"could not import the task (is the database migrated? `adapt db upgrade`): {exc}")
+    err.print(f"imported task {escape(str(document['task'].get('id')))} as task "
+              f"[bold]{task.id}[/] of tenant {escape(tenant)}")
+    sys.stdout.write(f"{task.id}\n")

@@ -1,6 +1,6 @@
 """The API's one way into the service: :class:`TaskService`, what a tenant does with its tasks
-(submit, list, read, cancel, resume, delete; the tree, a node, the event log, webhook
-deliveries) and its webhook endpoints.
+(submit, list, read, cancel, resume, delete, export and import; the tree, a node, the event
+log, webhook deliveries) and its webhook endpoints.
 
 A route builds one for the request (its database session, the caller's tenant, the settings,
 the dispatcher), calls one method and validates its response schema from the plain result:
@@ -23,6 +23,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapt.engine.tree import TaskStatus as TaskStatus
 from adapt.errors import InvalidCursor
+from adapt.service import archive
 from adapt.service.dispatch import Dispatcher
 from adapt.service.errors import (
     EndpointLimit,
@@ -205,6 +206,19 @@ class TaskService:
         if not done.tasks:  # resumed between the read and the delete
             raise TaskActive(task.id, "queued", "deleted")
         return task
+
+    async def export(self, task_id: str) -> dict[str, Any]:
+        """The task's archive (:mod:`adapt.service.archive`); ``TaskActive`` while it is
+        queued or running."""
+        task = await self.task(task_id)
+        if not task.finished:
+            raise TaskActive(task.id, task.status, "exported")
+        return await archive.export_task(self.session, task)
+
+    async def import_archive(self, document: Any) -> Task:
+        """Store an archive as a new task of this tenant; ``InvalidField`` names what is wrong
+        with it."""
+        return await archive.import_task(self.session, document, self.tenant)
 
     async def resume(self, task_id: str) -> Task:
         """Queue a task an interruption stopped again, and dispatch it (see
