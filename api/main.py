@@ -50,17 +50,16 @@ def _safe_url(url: str) -> str:
 
 
 async def prepare_database(settings: Settings) -> None:
-    """Embedded: apply pending migrations. Otherwise: refuse to run on an outdated schema."""
+    """Embedded: apply pending migrations. Otherwise: refuse to run on an outdated schema (a
+    newer one is served: ``migrate.check_serving``)."""
     url = settings.database_url
     if settings.embedded:
         await asyncio.to_thread(migrate.upgrade, url)
         return
-    todo = await asyncio.to_thread(migrate.pending, url)
-    if todo:
-        raise UserError(
-            f"the database {_safe_url(url)} has {len(todo)} pending migration(s) "
-            f"({', '.join(todo)}); run `adapt db upgrade` first"
-        )
+    try:
+        await asyncio.to_thread(migrate.check_serving, url)
+    except UserError as exc:
+        raise UserError(f"the database {_safe_url(url)}: {exc}") from None
 
 
 def _make_dispatcher(settings: Settings,
