@@ -80,4 +80,6 @@ async def test_an_archive_past_the_body_limit_is_a_413(database_url: str) -> Non
         async with httpx.AsyncClient(transport=transport, base_url="http://testserver") as c:
             big = {"format": "adapt.task-archive", "schema_version": 1, "pad": "x" * 5000}
             answer = await c.post("/tasks/import", json=big)
+            small = await c.post("/tasks/import", json={**big, "pad": "x"})
     assert answer.status_code == 413
+    assert small.status_code == 422 and small.json()["errors"][0]["field"] == "task"
