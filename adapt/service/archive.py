@@ -29,10 +29,10 @@ from __future__ import annotations
 import functools
 import uuid
 from datetime import datetime
-from typing import Any
+from typing import Annotated, Any
 
-from pydantic import BaseModel, ConfigDict, ValidationError, create_model
-from sqlalchemy import Column, TypeDecorator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, create_model
+from sqlalchemy import Boolean, Column, TypeDecorator
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapt.engine.tree import FINAL_STATUSES
@@ -49,12 +49,22 @@ SCHEMA_VERSION = 1
 
 
 # -- the document's shape, from the tables ----------------------------------------------------
+#: what a column of each integer type holds (a larger number is a 422, not a database error)
+_INT_BOUNDS = {"BigInteger": 2**63 - 1, "Integer": 2**31 - 1}
+
+
 def _python_type(column: Column[Any]) -> Any:
     kind_of = column.type.impl if isinstance(column.type, TypeDecorator) else column.type
     try:
         kind: Any = kind_of.python_type
     except NotImplementedError:  # JSON
         return Any
+    length = getattr(kind_of, "length", None)
+    if kind is str and length:
+        kind = Annotated[str, Field(max_length=length)]
+    elif kind is int and not isinstance(kind_of, Boolean):
+        bound = _INT_BOUNDS.get(type(kind_of).__name__, 2**31 - 1)
+        kind = Annotated[int, Field(ge=-bound - 1, le=bound)]
     return kind | None if column.nullable else kind
 
 

@@ -142,3 +142,16 @@ async def test_archives_that_do_not_check_out_are_refused_naming_the_field(
         assert error.field == field.strip(), (field, error)
         assert error.status == 422
     assert "schema version" in refused(changed(cases["schema_version"])).message
+
+
+async def test_values_a_column_cannot_hold_are_refused_not_sent_to_the_database(
+        sqlite_url: str) -> None:
+    _, good, _ = await exported(sqlite_url, seed=3)
+    for edit, field in (
+        (lambda d: d["task"].update(d_max=2**40), "task.d_max"),
+        (lambda d: d["nodes"][0].update(kind="k" * 17), "nodes[0].kind"),
+        (lambda d: d["calls"][0].update(prompt_tokens="many"), "calls[0].prompt_tokens"),
+    ):
+        doc = copy.deepcopy(good)
+        edit(doc)
+        assert refused(doc).field == field
