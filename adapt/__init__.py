@@ -69,6 +69,10 @@ _EXPORTS: dict[str, tuple[str, str]] = {
 
 
 def __getattr__(name: str) -> Any:
+    if name == "__version__":  # pyproject's version, from the package metadata
+        from adapt.version import __version__
+
+        return __version__
     target = _EXPORTS.get(name)
     if target is None:
         raise AttributeError(f"module 'adapt' has no attribute {name!r}")

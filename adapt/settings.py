@@ -145,6 +145,11 @@ class Settings(BaseSettings):
         default=15.0, gt=0, description="How often expired leases and stuck queued tasks are "
         "re-dispatched.",
     )
+    retention_days: float | None = Field(
+        default=None, gt=0, description="Delete finished tasks this many days after they "
+        "finished (with their nodes, steps, calls, events and deliveries), in small batches, "
+        "from every worker process. Unset: tasks are kept until deleted (`DELETE /tasks/{id}`, "
+        "`adapt tasks purge`).")
     concurrency: int = Field(
         default=200, ge=1, description="Tasks one worker process (or the embedded server) runs "
         "at once.",

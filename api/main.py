@@ -25,6 +25,7 @@ from adapt.service.gc_tuning import tune_gc
 from adapt.settings import Settings, get_settings
 from adapt.store import migrate
 from adapt.store.db import create_engine, session_factory
+from adapt.version import __version__
 from api import docs, openapi, problems, ui
 from api.deps import KeysCache, check_text_inputs
 from api.edge import EdgeMiddleware, HostPolicy
@@ -50,17 +51,16 @@ def _safe_url(url: str) -> str:
 
 
 async def prepare_database(settings: Settings) -> None:
-    """Embedded: apply pending migrations. Otherwise: refuse to run on an outdated schema."""
+    """Embedded: apply pending migrations. Otherwise: refuse to run on an outdated schema (a
+    newer one is served: ``migrate.check_serving``)."""
     url = settings.database_url
     if settings.embedded:
         await asyncio.to_thread(migrate.upgrade, url)
         return
-    todo = await asyncio.to_thread(migrate.pending, url)
-    if todo:
-        raise UserError(
-            f"the database {_safe_url(url)} has {len(todo)} pending migration(s) "
-            f"({', '.join(todo)}); run `adapt db upgrade` first"
-        )
+    try:
+        await asyncio.to_thread(migrate.check_serving, url)
+    except UserError as exc:
+        raise UserError(f"the database {_safe_url(url)}: {exc}") from None
 
 
 def _make_dispatcher(settings: Settings,
@@ -108,7 +108,7 @@ def create_app(settings: Settings | None = None, *,
     remote_envs.register(settings)  # the operator's remote environments (a refused URL: raises)
     app = FastAPI(
         title="adapt",
-        version="0.1.0",
+        version=__version__,  # pyproject's, from the package metadata
         summary="Recursive planner-executor service for LLM agents (ADaPT)",
         description=DESCRIPTION,
         lifespan=lifespan,

@@ -85,10 +85,7 @@ def serve(settings: Settings | None = None, host: str | None = None,
     if settings.embedded:
         migrate.upgrade(url)
     else:
-        todo = migrate.pending(url)
-        if todo:
-            raise UserError(f"the database has {len(todo)} pending migration(s) "
-                            f"({', '.join(todo)}); run `adapt db upgrade` first")
+        migrate.check_serving(url)
     check_exposure(settings, bind_host, asyncio.run(_any_keys(settings)))
     sock = bind_socket(bind_host, bind_port)  # before anything says the API is ready
     # the app knows the address it serves (a Host it answers), also when --host overrides it

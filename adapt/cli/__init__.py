@@ -2,9 +2,9 @@
 
 - :mod:`adapt.cli.local`: ``run``, ``envs``, ``sim-server`` (no server, no database)
 - :mod:`adapt.cli.service`: ``serve``, ``worker``
-- :mod:`adapt.cli.db`, :mod:`adapt.cli.keys`, :mod:`adapt.cli.data`, :mod:`adapt.cli.bench`,
-  :mod:`adapt.cli.llm`, :mod:`adapt.cli.docs`, :mod:`adapt.cli.export`, :mod:`adapt.cli.env`:
-  the ``adapt db|keys|data|bench|llm|docs|export|env ...`` groups
+- :mod:`adapt.cli.db`, :mod:`adapt.cli.keys`, :mod:`adapt.cli.tasks`, :mod:`adapt.cli.data`,
+  :mod:`adapt.cli.bench`, :mod:`adapt.cli.llm`, :mod:`adapt.cli.docs`, :mod:`adapt.cli.export`,
+  :mod:`adapt.cli.env`: the ``adapt db|keys|tasks|data|bench|llm|docs|export|env ...`` groups
 - :mod:`adapt.cli.support`: error output and the one logging set-up every command uses
 - what the verbs use: :mod:`adapt.cli.standalone` (``adapt run``'s task in this process, no
   server and no database), :mod:`adapt.cli.liveview` (its live tree in the terminal),
@@ -13,9 +13,11 @@
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-from adapt.cli import bench, data, db, docs, env, export, keys, llm, local, service
+from adapt.cli import bench, data, db, docs, env, export, keys, llm, local, service, tasks
 
 app = typer.Typer(
     name="adapt",
@@ -25,11 +27,31 @@ app = typer.Typer(
     pretty_exceptions_enable=False,
 )
 
+
+
+def _version(show: bool) -> None:
+    if show:
+        from adapt.version import __version__
+
+        typer.echo(f"adapt {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _options(
+    version: Annotated[bool, typer.Option(
+        "--version", callback=_version, is_eager=True,
+        help="Print the installed version and exit.")] = False,
+) -> None:
+    """ADaPT: as-needed decomposition and planning for LLM agents."""
+
+
 app.command()(local.run)
 app.command()(local.envs)
 app.command("sim-server")(local.sim_server)
 app.add_typer(db.app, name="db")
 app.add_typer(keys.app, name="keys")
+app.add_typer(tasks.app, name="tasks")
 app.add_typer(data.app, name="data")
 app.command()(service.serve)
 app.command()(service.worker)

@@ -109,6 +109,24 @@ class NotResumable(ClientError):
     problem_type = "not-resumable"
 
 
+class TaskActive(ClientError):
+    """The task is queued or running; what was asked needs a finished task."""
+
+    status = 409
+    problem_type = "task-active"
+    title = "Conflict"
+
+    def __init__(self, task_id: str, status: str, what: str) -> None:
+        self.task_id = task_id
+        self.task_status = status
+        super().__init__(
+            f"task {task_id} is {status}: only a finished task can be {what}; cancel it first "
+            f"(POST /tasks/{task_id}/cancel) and try again once it has finished")
+
+    def extra(self) -> Mapping[str, Any]:
+        return {"task_id": self.task_id, "task_status": self.task_status}
+
+
 class EndpointLimit(ClientError):
     """The tenant has as many webhook endpoints as the operator allows."""
 

@@ -1,6 +1,6 @@
 """The API's one way into the service: :class:`TaskService`, what a tenant does with its tasks
-(submit, list, read, cancel, resume; the tree, a node, the event log, webhook deliveries) and
-its webhook endpoints.
+(submit, list, read, cancel, resume, delete, export and import; the tree, a node, the event
+log, webhook deliveries) and its webhook endpoints.
 
 A route builds one for the request (its database session, the caller's tenant, the settings,
 the dispatcher), calls one method and validates its response schema from the plain result:
@@ -23,10 +23,17 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapt.engine.tree import TaskStatus as TaskStatus
 from adapt.errors import InvalidCursor
-from adapt.service import remote_envs
+from adapt.service import archive, remote_envs
 from adapt.service.dispatch import Dispatcher
-from adapt.service.errors import EndpointLimit, InvalidField, NotFound, SubmissionInvalid
+from adapt.service.errors import (
+    EndpointLimit,
+    InvalidField,
+    NotFound,
+    SubmissionInvalid,
+    TaskActive,
+)
 from adapt.service.resume import resume_task
+from adapt.service.retention import delete_tasks
 from adapt.service.submit import Submission, cancel_task, check_webhook, request_hash, submit_task
 from adapt.settings import Settings
 from adapt.store import queries
@@ -188,6 +195,31 @@ class TaskService:
     async def cancel(self, task_id: str) -> Task:
         """Request cancellation (idempotent; see :func:`adapt.service.submit.cancel_task`)."""
         return await cancel_task(self.session, await self.task(task_id))
+
+    async def delete(self, task_id: str) -> Task:
+        """Delete a finished task with everything stored of it (its rows, and the prompt
+        blocks no other call uses: :mod:`adapt.service.retention`); returns the row as it was.
+        ``TaskActive`` while it is queued or running."""
+        task = await self.task(task_id)
+        if not task.finished:
+            raise TaskActive(task.id, task.status, "deleted")
+        done = await delete_tasks(self.session, [task.id], tenant=self.tenant)
+        if not done.tasks:  # resumed between the read and the delete
+            raise TaskActive(task.id, "queued", "deleted")
+        return task
+
+    async def export(self, task_id: str) -> dict[str, Any]:
+        """The task's archive (:mod:`adapt.service.archive`); ``TaskActive`` while it is
+        queued or running."""
+        task = await self.task(task_id)
+        if not task.finished:
+            raise TaskActive(task.id, task.status, "exported")
+        return await archive.export_task(self.session, task)
+
+    async def import_archive(self, document: Any) -> Task:
+        """Store an archive as a new task of this tenant; ``InvalidField`` names what is wrong
+        with it."""
+        return await archive.import_task(self.session, document, self.tenant)
 
     async def resume(self, task_id: str) -> Task:
         """Queue a task an interruption stopped again, and dispatch it (see

@@ -6,7 +6,8 @@ handed; a Celery worker process hands each message from a pool thread to its loo
 the host
 
 1. starts the process's :class:`~adapt.service.context.ServiceContext` (database, model
-   clients, webhook sender), its heartbeat and its sweeper;
+   clients, webhook sender), its heartbeat, its sweeper and, with ``ADAPT_RETENTION_DAYS``,
+   the deletion of old finished tasks (:mod:`adapt.service.retention`);
 2. runs each task through :func:`~adapt.service.execute.execute_task`, keeping it in the
    context's one in-flight registry (``ctx.running``: one slot per task id, so a duplicate
    dispatch to this process returns at once);
@@ -30,6 +31,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from adapt.service.context import Running, ServiceContext
 from adapt.service.execute import drain, execute_task
+from adapt.service.retention import retention_forever
 from adapt.service.sweeper import (
     DispatchFn,
     QueuedCheck,
@@ -69,6 +71,7 @@ class WorkerHost:
         self._ctx: ServiceContext | None = None
         self._limit: asyncio.Semaphore | None = None
         self._sweeper: asyncio.Task[None] | None = None
+        self._retention: asyncio.Task[None] | None = None
         #: set when a shutdown begins (from any thread): a task that arrives now is left to
         #: another worker
         self.closing = False
@@ -103,6 +106,10 @@ class WorkerHost:
         if self._dispatch is not None:
             self._sweeper = asyncio.create_task(self._sweep(self._dispatch),
                                                 name="adapt-sweeper")
+        if self.settings.retention_days is not None:
+            self._retention = asyncio.create_task(
+                retention_forever(ctx.sessions, self.settings.retention_days),
+                name="adapt-retention")
         return ctx
 
     async def _sweep(self, dispatch: DispatchFn) -> None:
@@ -175,12 +182,13 @@ class WorkerHost:
             return []
         self._stopped = True
         ctx = self._ctx
-        if self._sweeper is not None:
-            self._sweeper.cancel()
+        for periodic in (self._sweeper, self._retention):
+            if periodic is not None:
+                periodic.cancel()
         slots = dict(ctx.running)
         await drain(ctx, [slot.task for slot in slots.values()], self.settings.drain_seconds)
-        if self._sweeper is not None:
-            await asyncio.gather(self._sweeper, return_exceptions=True)
+        await asyncio.gather(*(p for p in (self._sweeper, self._retention) if p is not None),
+                             return_exceptions=True)
         if not slots:
             return []
         log.info("interrupted %d task(s) for shutdown", len(slots))

@@ -1,6 +1,6 @@
-"""What the service reports about itself, for ``/environments``, ``/readyz`` and ``/metrics``:
-the catalogue a task may choose from, the readiness checks, and the aggregates Prometheus
-scrapes. Like :mod:`adapt.service.facade`, it hands the API plain results; the types and
+"""What the service reports about itself, for ``/environments``, ``/readyz``, ``/version`` and
+``/metrics``: the catalogue a task may choose from, the readiness checks, the release, and the
+aggregates Prometheus scrapes. Like :mod:`adapt.service.facade`, it hands the API plain results; the types and
 bucket bounds re-exported here are part of those results."""
 
 from __future__ import annotations
@@ -83,3 +83,11 @@ class Metrics:
 async def metrics(session: AsyncSession) -> Metrics:
     return Metrics(await metrics_snapshot(session), await genai_histograms(session),
                    await counter_values(session))
+
+
+def release() -> tuple[str, str]:
+    """(the release running, the newest database migration it ships)."""
+    from adapt.store.migrate import code_head
+    from adapt.version import __version__
+
+    return __version__, code_head()

@@ -17,12 +17,14 @@ only while the attempt holds the lease.
 from __future__ import annotations
 
 import asyncio
+import sqlite3
 import weakref
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
 import orjson
+from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from adapt.store.text import storable
@@ -38,6 +40,9 @@ class Batch:
     steps: list[dict[str, Any]] = field(default_factory=list)
     calls: list[dict[str, Any]] = field(default_factory=list)
     blocks: dict[str, dict[str, Any]] = field(default_factory=dict)  # new prompt blocks
+    #: every block the batch's calls add to their chains, new or taken as stored, parents
+    #: first: sent when one taken as stored was deleted meanwhile
+    chain: dict[str, dict[str, Any]] = field(default_factory=dict)
     final: dict[str, Any] | None = None  # the task row of a task this batch ends
 
 
@@ -175,3 +180,21 @@ async def write_postgres(engine: AsyncEngine, task_id: str, attempt: int, owner:
         await conn.execution_options(isolation_level="AUTOCOMMIT")
         row: Any = (await conn.exec_driver_sql(_PG[batch.final is not None], args)).first()
     return None if row is None else (int(row[0]), bool(row[1]))
+
+
+#: the foreign keys that refuse a write pointing at a prompt block that is not stored
+#: (migration 0015)
+BLOCK_KEYS = ("fk_llm_calls_prompt_ref", "fk_prompt_blocks_parent")
+
+
+def refused_for_a_block(exc: BaseException) -> bool:
+    """Whether a batch write failed because a prompt block it points at is not stored (it was
+    deleted after this process took it as stored). SQLite names no constraint, and the
+    batch's other keys (the task row, a step's node) hold by construction."""
+    if isinstance(exc, sqlite3.IntegrityError):
+        return "FOREIGN KEY" in str(exc)
+    orig = getattr(exc, "orig", None)
+    if not isinstance(exc, IntegrityError) or orig is None:
+        return False
+    name = getattr(orig, "constraint_name", None) or str(orig)
+    return any(key in name for key in BLOCK_KEYS)

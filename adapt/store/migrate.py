@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import functools
 import logging
+from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
@@ -44,8 +46,11 @@ def alembic_config(url: str) -> Config:
 
 
 def upgrade(url: str, revision: str = "head") -> None:
-    """Apply pending migrations (blocking; call from a thread inside an event loop)."""
+    """Apply pending migrations up to ``revision`` (blocking; call from a thread inside an
+    event loop); a database at a revision this release does not know, or past ``revision``,
+    is refused (:func:`check_upgrade`)."""
     ensure_sqlite_dir(url)
+    check_upgrade(url, revision)
     command.upgrade(alembic_config(url), revision)
 
 
@@ -55,20 +60,104 @@ def _sync_url(url: str) -> str:
     return parsed.set(drivername=driver).render_as_string(hide_password=False)
 
 
-def pending(url: str) -> list[str]:
-    """Revisions not applied yet, oldest first (empty when the database is up to date)."""
-    script = ScriptDirectory.from_config(alembic_config(url))
+@dataclass(frozen=True)
+class SchemaState:
+    """Where a database's schema stands against this release's migrations."""
+
+    #: the database's revisions (empty: no adapt schema yet)
+    current: tuple[str, ...]
+    #: this release's newest revision
+    head: str
+    #: revisions to apply to reach ``head``, oldest first
+    pending: tuple[str, ...]
+    #: the database's revisions this release does not know (a newer release migrated it)
+    unknown: tuple[str, ...]
+
+    @property
+    def ahead(self) -> bool:
+        return bool(self.unknown)
+
+
+def current_revisions(url: str) -> tuple[str, ...]:
     engine = create_sync_engine(_sync_url(url))
     try:
         with engine.connect() as conn:
-            current = set(MigrationContext.configure(conn).get_current_heads())
+            return tuple(MigrationContext.configure(conn).get_current_heads())
     finally:
         engine.dispose()
-    heads = script.get_revisions("heads")
+
+
+def state(url: str) -> SchemaState:
+    """The database's revision against this release's migrations (one connection)."""
+    script = ScriptDirectory.from_config(alembic_config(url))
+    current = current_revisions(url)
+    known = {rev.revision for rev in script.walk_revisions()}
+    unknown = tuple(r for r in current if r not in known)
+    head = code_head()
     todo: list[str] = []
-    for head in heads:
-        for rev in script.iterate_revisions(head.revision, "base"):
+    if not unknown:
+        for rev in script.iterate_revisions(head, "base"):
             if rev.revision in current:
                 break
             todo.append(rev.revision)
-    return todo[::-1]
+    return SchemaState(current, head, tuple(reversed(todo)), unknown)
+
+
+def pending(url: str) -> list[str]:
+    """Revisions not applied yet, oldest first (empty when the database is up to date, or
+    ahead of this release: see :func:`state`)."""
+    return list(state(url).pending)
+
+
+def check_serving(url: str) -> SchemaState:
+    """Whether this release may run on the database without migrating it: not while
+    migrations are pending (``UserError``); a database a newer release migrated is served,
+    with a warning (schema changes are expand/contract: the release before a migration runs
+    on the schema after it, so old and new processes run side by side during an upgrade)."""
+    now = state(url)
+    if now.pending:
+        raise UserError(f"the database has {len(now.pending)} pending migration(s) "
+                        f"({', '.join(now.pending)}); run `adapt db upgrade` first")
+    if now.ahead:
+        log.warning("the database is at revision %s, newer than this release's %s: running "
+                    "as the previous release during an upgrade (upgrade this process next)",
+                    ", ".join(now.unknown), now.head)
+    return now
+
+
+def check_upgrade(url: str, revision: str = "head") -> SchemaState:
+    """The database's state, if upgrading it to ``revision`` moves only forward; else a
+    ``UserError`` that says why not (adapt never downgrades a database on its own)."""
+    now = state(url)
+    if now.unknown:
+        raise UserError(
+            f"the database is at revision {', '.join(now.unknown)}, which this release of adapt "
+            f"does not know (its newest is {now.head}): a newer release migrated it. Run that "
+            "release or a newer one; to go back to this one, restore a backup taken before "
+            "the upgrade (docs/operations.md#backups). Nothing was changed")
+    script = ScriptDirectory.from_config(alembic_config(url))
+    try:
+        target = script.get_revision(revision if revision != "head" else now.head)
+    except Exception:
+        raise UserError(f"unknown revision {revision!r}: this release's migrations go up to "
+                        f"{now.head}") from None
+    if target is None:
+        return now
+    below = {rev.revision for rev in script.iterate_revisions(target.revision, "base")}
+    ahead = [r for r in now.current if r not in below]
+    if ahead:
+        raise UserError(
+            f"the database is at revision {', '.join(ahead)}, past {target.revision}: reaching "
+            f"{target.revision} would be a downgrade, which `adapt db upgrade` never does. "
+            "Nothing was changed")
+    return now
+
+
+@functools.cache
+def code_head() -> str:
+    """The newest revision the installed migrations hold (what this release's code expects)."""
+    script = ScriptDirectory(str(migrations_dir()))
+    head = script.get_current_head()
+    if head is None:
+        raise UserError("the adapt migrations hold no revision; reinstall adapt")
+    return head

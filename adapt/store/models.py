@@ -209,8 +209,10 @@ class LLMCallRow(Base):
     prompt: Mapped[str | None] = mapped_column(Text)
     messages: Mapped[list[dict[str, str]] | None] = mapped_column(JSONType)  # likewise
     #: the last block of the call's prompt in ``prompt_blocks`` (``adapt.store.prompts``);
-    #: None when prompts are not stored
-    prompt_ref: Mapped[str | None] = mapped_column(String(32))
+    #: None when prompts are not stored. The foreign key makes a block that a call is being
+    #: written against impossible to delete meanwhile (0015; ``adapt.store.prompts``' GC)
+    prompt_ref: Mapped[str | None] = mapped_column(
+        String(32), ForeignKey("prompt_blocks.hash", name="fk_llm_calls_prompt_ref"), index=True)
     #: sent as chat messages (else as one prompt): the GenAI operation, ``chat`` or
     #: ``text_completion``, without reading the prompt
     chat: Mapped[bool] = mapped_column(Boolean, default=False, server_default=sa_false())
@@ -233,12 +235,15 @@ class LLMCallRow(Base):
 
 class PromptBlock(Base):
     """A piece of a prompt, stored once: addressed by the hash of (``parent``, ``text``); a
-    call's prompt is the chain that ends at its ``prompt_ref`` (``adapt.store.prompts``)."""
+    call's prompt is the chain that ends at its ``prompt_ref`` (``adapt.store.prompts``).
+    Blocks are shared by every task (and tenant) whose prompts hold them; a block that no call's
+    chain holds any more is deleted with the last task that used it."""
 
     __tablename__ = "prompt_blocks"
 
     hash: Mapped[str] = mapped_column(String(32), primary_key=True)
-    parent: Mapped[str | None] = mapped_column(String(32))
+    parent: Mapped[str | None] = mapped_column(
+        String(32), ForeignKey("prompt_blocks.hash", name="fk_prompt_blocks_parent"), index=True)
     text: Mapped[str] = mapped_column(Text)
 
 

@@ -16,6 +16,15 @@ prompt is cut into blocks, both decided by the text alone:
 :func:`call_prompts` rebuilds the exact text (the node detail, exports and the OpenTelemetry
 exporter read prompts through it); replay needs no prompt text (it checks the request
 fingerprint, stored with the call).
+
+Blocks are shared by every task whose prompts hold them, so deleting a task deletes only the
+blocks no other call's chain holds (:func:`chain_blocks` before, :func:`collect_blocks` after).
+A writer may be about to point a new call (or block) at a block it takes as stored while a
+deletion removes it: the foreign keys from ``llm_calls.prompt_ref`` and
+``prompt_blocks.parent`` make the database refuse one of the two (on PostgreSQL the writer's
+check locks the block against the delete, or the delete's check sees the writer's row; SQLite
+writes one transaction at a time), and a refused writer sends its batch's blocks again
+(``adapt.store.sink``).
 """
 
 from __future__ import annotations
@@ -27,6 +36,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import orjson
 from sqlalchemy import bindparam, select, text
 from sqlalchemy.ext.asyncio import AsyncSession
 
@@ -94,7 +104,8 @@ def paragraphs(document: str) -> list[str]:
 
 
 # -- writing --------------------------------------------------------------------------------
-#: block hashes known to be stored, per database engine (blocks are never deleted)
+#: block hashes known to be stored, per database engine (a deletion in this process forgets
+#: what it deleted; one elsewhere makes a write refused, and the writer forgets them all)
 _known: weakref.WeakKeyDictionary[Any, set[str]] = weakref.WeakKeyDictionary()
 KNOWN_MAX = 200_000
 
@@ -120,9 +131,12 @@ class PromptWriter:
         self._last: OrderedDict[tuple[int | None, str], tuple[str, str]] = OrderedDict()
 
     def add(self, node_id: int | None, role: str, document: str,
-            blocks: dict[str, dict[str, Any]]) -> str:
+            blocks: dict[str, dict[str, Any]],
+            chain: dict[str, dict[str, Any]] | None = None) -> str:
         """The ref (last block's hash) of ``document``; the blocks not known to be stored yet
-        are added to ``blocks`` (hash -> row)."""
+        are added to ``blocks`` (hash -> row), and every block this call adds to the chains
+        (known or not, parents first) to ``chain``: what to send when a block taken as stored
+        was deleted meanwhile."""
         key = (node_id, role)
         last = self._last.get(key)
         if last is not None and document.startswith(last[0]):
@@ -132,8 +146,11 @@ class PromptWriter:
             parent, pieces = None, paragraphs(document)
         for piece in pieces:
             ref = block_hash(parent, piece)
+            row = {"hash": ref, "parent": parent, "text": piece}
             if ref not in self.known and ref not in blocks:
-                blocks[ref] = {"hash": ref, "parent": parent, "text": piece}
+                blocks[ref] = row
+            if chain is not None and ref not in chain:
+                chain[ref] = row
             parent = ref
         if parent is None:  # paragraphs() cuts a non-empty document into one block or more
             raise ValueError("an empty prompt document cannot be stored")
@@ -201,3 +218,63 @@ async def call_prompts(session: AsyncSession, task_id: str,
         else:  # stored inline (rows written before blocks existed), or not stored
             out[int(r.id)] = StoredPrompt(r.prompt, r.messages)
     return out
+
+
+# -- deleting -------------------------------------------------------------------------------
+_TASK_CHAINS = text(
+    "WITH RECURSIVE chain(hash, parent) AS ("
+    " SELECT b.hash, b.parent FROM prompt_blocks b JOIN llm_calls c ON c.prompt_ref = b.hash"
+    " WHERE c.task_id IN :ids"
+    " UNION SELECT b.hash, b.parent FROM prompt_blocks b JOIN chain c ON b.hash = c.parent)"
+    " SELECT hash FROM chain"
+).bindparams(bindparam("ids", expanding=True))
+
+#: the candidates as rows, from one JSON array parameter (any number of them)
+_CANDIDATES = {
+    "postgresql": "SELECT value AS hash FROM jsonb_array_elements_text(CAST(:cand AS jsonb))",
+    "sqlite": "SELECT value AS hash FROM json_each(:cand)",
+}
+#: delete the candidates no remaining chain holds: a candidate is kept when a call names it, or
+#: a block that is no candidate has it as parent, or it is the parent of a kept candidate
+_COLLECT = (
+    "WITH RECURSIVE cand(hash) AS ({candidates}),"
+    " seed(hash) AS ("
+    "  SELECT c.hash FROM cand c WHERE EXISTS"
+    "   (SELECT 1 FROM llm_calls l WHERE l.prompt_ref = c.hash)"
+    "  UNION SELECT b.parent FROM prompt_blocks b WHERE b.parent IN (SELECT hash FROM cand)"
+    "   AND b.hash NOT IN (SELECT hash FROM cand)),"
+    " kept(hash) AS ("
+    "  SELECT hash FROM seed"
+    "  UNION SELECT b.parent FROM prompt_blocks b JOIN kept k ON b.hash = k.hash"
+    "   WHERE b.parent IN (SELECT hash FROM cand))"
+    " DELETE FROM prompt_blocks WHERE hash IN (SELECT hash FROM cand)"
+    " AND hash NOT IN (SELECT hash FROM kept) RETURNING hash"
+)
+
+
+async def chain_blocks(session: AsyncSession, task_ids: Sequence[str]) -> list[str]:
+    """Every block in the chains of the tasks' calls: what deleting them may leave unused."""
+    if not task_ids:
+        return []
+    rows = await session.execute(_TASK_CHAINS, {"ids": list(task_ids)})
+    return sorted(str(h) for h in rows.scalars())
+
+
+async def collect_blocks(session: AsyncSession, candidates: Sequence[str]) -> list[str]:
+    """Delete, in the caller's transaction, the ``candidates`` that no call's chain holds any
+    more (one statement); returns their hashes. A call written meanwhile that points at one of
+    them makes the foreign keys refuse the statement (``IntegrityError``): run it again, it
+    then sees that call."""
+    if not candidates:
+        return []
+    dialect = session.get_bind().dialect.name
+    statement = text(_COLLECT.format(candidates=_CANDIDATES[dialect]))
+    rows = await session.execute(statement, {"cand": orjson.dumps(list(candidates)).decode()})
+    return [str(h) for h in rows.scalars()]
+
+
+def forget_blocks(engine_key: Any, hashes: Iterable[str]) -> None:
+    """This process's writers no longer take ``hashes`` as stored."""
+    known = _known.get(engine_key)
+    if known is not None:
+        known.difference_update(hashes)

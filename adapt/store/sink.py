@@ -48,7 +48,7 @@ from adapt.engine.events import (
     TreeSink,
 )
 from adapt.store.attempt import AttemptControl
-from adapt.store.batch import Batch, write_postgres
+from adapt.store.batch import Batch, refused_for_a_block, write_postgres
 from adapt.store.batch_sqlite import write_sqlite
 from adapt.store.event_log import compact
 from adapt.store.models import utcnow
@@ -141,7 +141,8 @@ class DbSink(TreeSink):
             if self.store_prompts:
                 document = encode(call.prompt, call.messages)
                 if document is not None:
-                    ref = self._prompts.add(call.node_id, call.role, document, b.blocks)
+                    ref = self._prompts.add(call.node_id, call.role, document, b.blocks,
+                                            b.chain)
             response = (event.response.model_dump(mode="json") if event.response is not None
                         else {"text": call.completion})
             b.calls.append({
@@ -243,8 +244,20 @@ class DbSink(TreeSink):
             "cost_usd": None if None in costs else float(sum(costs)),
         }
         try:
-            row = await self._write(self._engine, self.task_id, self.attempt, self.owner, b,
-                                    values, utcnow())
+            try:
+                row = await self._write(self._engine, self.task_id, self.attempt, self.owner,
+                                        b, values, utcnow())
+            except Exception as exc:
+                if not refused_for_a_block(exc):
+                    raise
+                # a block taken as stored was deleted meanwhile (the last task that used it
+                # was deleted): nothing was written; send every block of the batch's chains
+                log.info("task %s: a prompt block was deleted under a write; writing the "
+                         "batch again with its blocks", self.task_id)
+                self._prompts.known.clear()
+                b.blocks = dict(b.chain)
+                row = await self._write(self._engine, self.task_id, self.attempt, self.owner,
+                                        b, values, utcnow())
         except Exception:
             # The database failed under us. What it acknowledged before may be gone (a server
             # that crashed with synchronous_commit=off loses its last commits), so no block is

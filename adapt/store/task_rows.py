@@ -1,5 +1,5 @@
 """Every write on a task row, in one place (submit, claim and lease, cancel, resume, finish,
-the sweeper's marks), and the reads the service decides on.
+the sweeper's marks, deletion), and the reads the service decides on.
 
 Each write is one conditional ``UPDATE ... RETURNING`` (or the insert): the condition says in
 which state the row must be (``status = 'queued'``, this attempt still holding the lease, ...),
@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from pydantic import BaseModel
-from sqlalchemy import ColumnElement, func, or_, select, update
+from sqlalchemy import ColumnElement, delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -383,3 +383,34 @@ async def leases_on_host(
                 Task.status == "running", Task.lease_owner.like(f"{host}:%"))
         )).all()
     return [(str(r[0]), str(r[1])) for r in rows if r[1]]
+
+
+# -- deletion -------------------------------------------------------------------------------
+async def delete_finished(session: AsyncSession, task_ids: Sequence[str], *,
+                          tenant: str | None = None) -> list[str]:
+    """Delete, in the caller's transaction, those of ``task_ids`` (of ``tenant``, if given)
+    that are finished; returns their ids. One statement conditional on a final status, so it
+    cannot race a claim or a resume; the database's cascades delete their nodes, steps, calls,
+    events, webhook deliveries and own webhook endpoints (their prompt blocks:
+    ``adapt.store.prompts.collect_blocks``)."""
+    if not task_ids:
+        return []
+    stmt = delete(Task).where(Task.id.in_(list(task_ids)), Task.status.in_(FINAL_STATUSES))
+    if tenant is not None:
+        stmt = stmt.where(Task.tenant == tenant)
+    rows = await session.execute(stmt.returning(Task.id)
+                                 .execution_options(synchronize_session=False))
+    return [str(i) for i in rows.scalars()]
+
+
+async def finished_before(session: AsyncSession, cutoff: datetime | None, *,
+                          tenant: str | None = None, limit: int) -> list[str]:
+    """Ids of at most ``limit`` finished tasks (of ``tenant``, if given) that finished before
+    ``cutoff`` (None: whenever), the oldest first."""
+    stmt = select(Task.id).where(Task.status.in_(FINAL_STATUSES))
+    if cutoff is not None:
+        stmt = stmt.where(Task.finished_at < cutoff)
+    if tenant is not None:
+        stmt = stmt.where(Task.tenant == tenant)
+    rows = await session.execute(stmt.order_by(Task.finished_at, Task.id).limit(limit))
+    return [str(i) for i in rows.scalars()]

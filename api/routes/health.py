@@ -1,5 +1,6 @@
-"""``/healthz`` (the process is up) and ``/readyz`` (database and dispatcher are usable, and
-with a broker: at least one live worker serves the queue)."""
+"""``/healthz`` (the process is up), ``/readyz`` (database and dispatcher are usable, and
+with a broker: at least one live worker serves the queue) and ``/version`` (the release and the
+schema it expects)."""
 
 from __future__ import annotations
 
@@ -9,10 +10,10 @@ import logging
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from adapt.service.operations import CHECK_TIMEOUT, check_database, check_workers
+from adapt.service.operations import CHECK_TIMEOUT, check_database, check_workers, release
 from api.deps import DispatcherDep
 from api.problems import problem_response
-from api.schemas import Health, Problem, Readiness
+from api.schemas import Health, Problem, Readiness, VersionInfo
 
 log = logging.getLogger(__name__)
 
@@ -52,3 +53,10 @@ async def readyz(request: Request, dispatcher: DispatcherDep) -> Readiness | JSO
             extra={"checks": checks, "failed": failed},
         )
     return Readiness(status="ready", checks=checks)
+
+
+@router.get("/version", response_model=VersionInfo,
+            summary="The release running and the newest database migration it ships")
+async def version() -> VersionInfo:
+    running, head = release()
+    return VersionInfo(version=running, schema_revision=head)

@@ -1,10 +1,12 @@
-"""``/tasks``: create (idempotent), list, read, cancel and resume tasks."""
+"""``/tasks``: create (idempotent), list, read, cancel, resume, delete, export and import
+tasks."""
 
 from __future__ import annotations
 
 import logging
 from typing import Annotated, Any, TypeVar
 
+import orjson
 from fastapi import APIRouter, Body, Header, Query, Response
 from fastapi.openapi.models import Example
 
@@ -133,6 +135,35 @@ def public(view: TaskView, schema: type[P]) -> P:
     return out
 
 
+@router.post(
+    "/import",
+    status_code=201,
+    response_model=TaskPublic,
+    summary="Load a task archive as a new task of the caller's tenant",
+    description=(
+        "The body is an archive that `GET /tasks/{id}/export` returned (on this deployment or "
+        "another): the task is stored under a new id and the caller's tenant, with the same "
+        "tree, steps, events and LLM calls (a resumed run replays them without paying for "
+        "them). **201** with the task and `Location`. The archive is checked before anything "
+        "is stored: an unknown `format` or `schema_version`, a row that does not fit its "
+        "table, an unfinished task, a reference to a row or prompt block the archive lacks, or "
+        "a block whose hash does not match its text is a **422** naming the field; a body "
+        "larger than `ADAPT_MAX_BODY_BYTES` is a **413**."
+    ),
+    responses={**PROBLEMS, 413: {"model": Problem, "description": "Archive larger than "
+                                 "ADAPT_MAX_BODY_BYTES"}},
+)
+async def import_task(
+    document: Annotated[dict[str, Any], Body(description="A task archive (`GET "
+                                             "/tasks/{id}/export`).")],
+    response: Response,
+    service: TaskServiceDep,
+) -> TaskPublic:
+    task = await service.import_archive(document)
+    response.headers["Location"] = f"/tasks/{task.id}"
+    return TaskPublic.model_validate(task)
+
+
 @router.get("", response_model=TaskList, summary="List tasks, newest first", responses=PROBLEMS)
 async def list_tasks(
     service: TaskServiceDep,
@@ -190,3 +221,44 @@ async def cancel(task_id: str, service: TaskServiceDep) -> TaskPublic:
 )
 async def resume(task_id: str, service: TaskServiceDep) -> TaskPublic:
     return TaskPublic.model_validate(await service.resume(task_id))
+
+
+@router.delete(
+    "/{task_id}",
+    status_code=204,
+    summary="Delete a finished task and everything stored of it",
+    description=(
+        "Deletes the task with its nodes, steps, LLM calls, events, webhook deliveries and its "
+        "own webhook endpoint, and the stored prompt text no other task uses. Only a finished "
+        "task can be deleted: a queued or running one is **409** (`task-active`); cancel it "
+        "first (`POST /tasks/{id}/cancel`) and delete it once it has finished. **204** when "
+        "deleted; deleting it again is a 404."
+    ),
+    responses={**PROBLEMS, 409: {"model": Problem, "description": "The task is queued or "
+                                 "running: cancel it first"}},
+)
+async def delete_task(task_id: str, service: TaskServiceDep) -> Response:
+    # (a rendered tree the API cached stays unreachable: every read looks the task up first)
+    await service.delete(task_id)
+    return Response(status_code=204)
+
+
+@router.get(
+    "/{task_id}/export",
+    summary="The task as one self-contained JSON document (an archive)",
+    description=(
+        "A finished task with everything stored of it: the task, its nodes, steps, LLM calls "
+        "(with the request fingerprints and responses replay needs, and their prompts as "
+        "content-addressed blocks), events, and `schema_version`. `POST /tasks/import` loads "
+        "it into this or another deployment. A queued or running task is **409** "
+        "(`task-active`)."
+    ),
+    responses={**PROBLEMS, 200: {"description": "The archive", "content": {
+        "application/json": {"schema": {"type": "object"}}}},
+        409: {"model": Problem, "description": "The task is queued or running"}},
+    response_class=Response,
+)
+async def export_task(task_id: str, service: TaskServiceDep) -> Response:
+    document = await service.export(task_id)
+    return Response(orjson.dumps(document), media_type="application/json", headers={
+        "Content-Disposition": f'attachment; filename="task-{task_id}.json"'})

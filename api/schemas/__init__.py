@@ -19,7 +19,7 @@ from api.schemas.events import (
     ResumedEventPublic,
     StepEventPublic,
 )
-from api.schemas.health import Health, Readiness
+from api.schemas.health import Health, Readiness, VersionInfo
 from api.schemas.problems import FieldError, Problem
 from api.schemas.run_config import BudgetCreate, ExecutorCreate, MonitorCreate, PlannerCreate
 from api.schemas.tasks import (
@@ -58,6 +58,6 @@ __all__ = [
     "NodeDetail", "NodeEventPublic", "NodePublic", "PlannerCreate", "Problem", "Readiness",
     "ResumedEventPublic", "StepEventPublic", "StepPublic", "TaskCreate", "TaskDetail",
     "TaskLinks", "TaskList", "TaskModels", "TaskPublic", "TaskTree", "TaskWebhook", "TreeNode",
-    "WebhookDeliveryList", "WebhookDeliveryPublic", "WebhookEndpointCreate",
+    "VersionInfo", "WebhookDeliveryList", "WebhookDeliveryPublic", "WebhookEndpointCreate",
     "WebhookEndpointList", "WebhookEndpointPublic", "WebhookEvent", "WebhookSubscription",
 ]

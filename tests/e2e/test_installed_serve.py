@@ -1,8 +1,10 @@
-"""`pip install .` (not editable) into a fresh virtualenv, then `adapt serve`: the migrations are
-package data, so the installed server migrates its database and answers requests.
+"""A release's artefacts: a wheel and an sdist built with ``python -m build``, the wheel
+installed (not editable) into a fresh virtualenv, then `adapt serve`: the migrations are
+package data, so the installed server migrates its database and answers requests, and it says
+the version pyproject gives (``adapt --version``, ``GET /version``).
 
-The wheel is built from a copy of the checkout (building in the checkout would leave build/
-behind). The quick variant (run in CI) gives the fresh virtualenv this environment's
+The artefacts are built from a copy of the checkout (building in the checkout would leave
+build/ behind). The quick variant (run in CI) gives the fresh virtualenv this environment's
 dependencies through a ``.pth`` file and installs only the wheel; the ``slow`` variant installs
 the wheel with its dependencies, as a user does.
 """
@@ -15,7 +17,9 @@ import socket
 import subprocess
 import sys
 import sysconfig
+import tarfile
 import time
+import tomllib
 import zipfile
 from pathlib import Path
 
@@ -25,14 +29,26 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
+def pyproject_version() -> str:
+    return str(tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"])
+
+
 def build_wheel(out: Path) -> Path:
+    """Build the sdist and the wheel (``python -m build``, offline: this environment's
+    setuptools); returns the wheel."""
     source = out / "src"
     shutil.copytree(ROOT, source, ignore=shutil.ignore_patterns(
         ".*", "build", "dist", "*.egg-info", "__pycache__", "tests", "docs", "examples"))
-    subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation",
-                    "--no-index", "-q", "-w", str(out), str(source)], check=True,
-                   capture_output=True, timeout=600)
-    (wheel,) = out.glob("adapt-*.whl")
+    subprocess.run([sys.executable, "-m", "build", "--no-isolation", "--sdist", "--wheel",
+                    "--outdir", str(out), str(source)], check=True, capture_output=True,
+                   timeout=600)
+    version = pyproject_version()
+    (wheel,) = out.glob(f"adapt-{version}-*.whl")
+    (sdist,) = out.glob(f"adapt-{version}.tar.gz")
+    with tarfile.open(sdist) as archive:
+        names = {n.split("/", 1)[1] for n in archive.getnames() if "/" in n}
+    assert {"pyproject.toml", "README.md", "migrations/env.py", "adapt/version.py",
+            "migrations/versions/0001_initial_schema.py"} <= names
     return wheel
 
 
@@ -75,29 +91,31 @@ def tracked_data_files() -> set[str]:
     return {name for name in listed if name and not name.endswith(".py")}
 
 
-def benchmark_code(wheel: zipfile.ZipFile) -> list[str]:
-    """The performance benchmarks' modules among a wheel's files: the ``benchmarks`` package,
-    ``bench`` modules, and any file whose content is one of the checkout's ``benchmarks/``
-    modules wherever it was put (the benchmarks stay in the repository; ``adapt bench``'s
-    evaluation harness, ``adapt/eval``, ships)."""
+def benchmark_code(names: set[str]) -> list[str]:
+    """The performance benchmarks' modules among a wheel's files: the ``benchmarks`` package, and
+    any module of the checkout's ``benchmarks/`` by its file name elsewhere (the benchmarks stay
+    in the repository; ``adapt bench``'s evaluation harness, ``adapt/eval``, ships)."""
     listed = subprocess.run(["git", "ls-files", "-z", "--", "benchmarks"], cwd=ROOT, check=True,
                             capture_output=True, text=True).stdout.split("\0")
-    bodies = {(ROOT / name).read_bytes() for name in listed
-              if name.endswith(".py") and (ROOT / name).stat().st_size > 200}
-    return sorted(n for n in wheel.namelist() if n.startswith("benchmarks/") or "/bench/" in n
-                  or "/bench_" in n or (n.endswith(".py") and wheel.read(n) in bodies))
+    modules = {Path(name).name for name in listed if name.endswith(".py")}
+    modules -= {"__init__.py", "__main__.py"}
+    # a package's own module may share a benchmark's file name (adapt/envs/processes.py)
+    own = set(subprocess.run(["git", "ls-files", "-z", "--", *PACKAGES], cwd=ROOT, check=True,
+                             capture_output=True, text=True).stdout.split("\0"))
+    return sorted(n for n in names if n.startswith("benchmarks/") or "/bench/" in n
+                  or "/bench_" in n
+                  or (n.endswith(".py") and Path(n).name in modules and n not in own))
 
 
 def check_installed_serve(tmp_path: Path, *, shared_deps: bool) -> None:
     wheel = build_wheel(tmp_path)
-    archive = zipfile.ZipFile(wheel)
-    names = set(archive.namelist())
+    names = set(zipfile.ZipFile(wheel).namelist())
     assert {"migrations/env.py", "migrations/script.py.mako",
             "migrations/versions/0001_initial_schema.py"} <= names
     data = tracked_data_files()
     assert "adapt/envs/textcraft/prompts/paper/planner.txt" in data  # the listing works
     assert not data - names, f"package data missing from the wheel: {sorted(data - names)}"
-    assert not benchmark_code(archive), f"benchmark code in the wheel: {benchmark_code(archive)}"
+    assert not benchmark_code(names), f"benchmark code in the wheel: {benchmark_code(names)}"
     python = fresh_venv(tmp_path / "venv", wheel, shared_deps=shared_deps)
     work = tmp_path / "elsewhere"  # not the checkout: nothing may come from the source tree
     work.mkdir()
@@ -128,6 +146,10 @@ def check_installed_serve(tmp_path: Path, *, shared_deps: bool) -> None:
             assert time.monotonic() < deadline, "not ready:\n" + log.read_text()
             time.sleep(0.2)
         assert httpx.get(f"{url}/healthz", timeout=5).status_code == 200
+        assert httpx.get(f"{url}/version", timeout=5).json()["version"] == pyproject_version()
+        said = subprocess.run([str(python.parent / "adapt"), "--version"], cwd=work, env=env,
+                              check=True, capture_output=True, text=True).stdout
+        assert said.strip() == f"adapt {pyproject_version()}"
         created = httpx.post(f"{url}/tasks", json={
             "environment": "textcraft", "environment_config": {"seed": 5}, "d_max": 2},
             timeout=10)

@@ -7,7 +7,7 @@ import json
 import pytest
 from alembic.autogenerate import compare_metadata
 from alembic.runtime.migration import MigrationContext
-from sqlalchemy import create_engine, text
+from sqlalchemy import create_engine, event, text
 
 from adapt.store.migrate import _sync_url, pending
 from adapt.store.models import Base
@@ -28,7 +28,7 @@ def test_migrations_match_the_models(database_url: str) -> None:
 def test_pending_on_an_empty_database(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert pending(f"sqlite:///{tmp_path / 'empty.db'}") == ["0001", "0002", "0003", "0004", "0005", "0006", "0007",
                                                       "0008", "0009", "0010", "0011",
-                                                      "0012"]
+                                                      "0012", "0015"]
 
 
 def test_upgrade_from_0001_keeps_rows_and_adds_the_monitor_column(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -325,5 +325,72 @@ def test_0011_indexes_node_events_and_the_downgrade_writes_compact_payloads_whol
                 rows = conn.execute(text("SELECT type, payload FROM events WHERE task_id = "
                                          "'new' ORDER BY seq")).all()
             assert [(t, json.loads(p) if isinstance(p, str) else p) for t, p in rows] == whole
+        finally:
+            engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_0015_adds_the_block_keys_after_dropping_what_they_would_refuse(
+        backend: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A database at 0012 with whole chains, a chain whose first block was lost and a call
+    naming a missing block: after 0015, whole chains read as before, the broken ones are gone,
+    and the database refuses a call or a block that names a missing block; the downgrade
+    takes the keys away again."""
+    from alembic import command
+    from sqlalchemy.exc import IntegrityError
+
+    from adapt.store.migrate import alembic_config
+    from adapt.store.prompts import block_hash
+
+    a = block_hash(None, "Pheader\n\n")
+    b = block_hash(a, "goal: a stick")
+    lost = block_hash(None, "lost")
+    orphan = block_hash(lost, "orphan")
+    blocks = [(b, a, "goal: a stick"), (a, None, "Pheader\n\n"), (orphan, lost, "orphan")]
+    with _old_db(backend, tmp_path) as url:
+        cfg = alembic_config(url)
+        command.upgrade(cfg, "0012")
+        engine = create_engine(_sync_url(url))
+        if backend == "sqlite":  # as adapt's engines do (adapt.store.db)
+            event.listen(engine, "connect",
+                         lambda conn, _: conn.execute("PRAGMA foreign_keys=ON"))
+        try:
+            with engine.begin() as conn:
+                conn.execute(text(
+                    "INSERT INTO tasks (id, tenant, status, environment, environment_config, "
+                    "strategy, profile, d_max, run_config, executor_model, planner_model, "
+                    "executor_simulated, planner_simulated, llm_calls, prompt_tokens, "
+                    "completion_tokens, nodes_count, max_depth, cancel_requested, attempt, "
+                    "last_seq, created_at, updated_at) VALUES ('t1', 'x', 'succeeded', "
+                    "'textcraft', '{}', 'adapt', 'default', 3, '{}', 'sim:a', 'sim:a', true, "
+                    "true, 0, 0, 0, 0, 0, false, 0, 0, :now, :now)"), {"now": "2026-01-01"})
+                for h, p, t in blocks:
+                    conn.execute(text("INSERT INTO prompt_blocks (hash, parent, text) "
+                                      "VALUES (:h, :p, :t)"), {"h": h, "p": p, "t": t})
+                for call_id, ref in ((1, b), (2, orphan), (3, "f" * 32), (4, None)):
+                    conn.execute(text(
+                        "INSERT INTO llm_calls (task_id, id, role, model, simulated, stop, "
+                        "request_fingerprint, response, completion, prompt_tokens, "
+                        "completion_tokens, usage_estimated, latency_s, attempt, created_at, "
+                        "prompt_ref) VALUES ('t1', :id, 'executor', 'sim:a', true, '[]', 'f', "
+                        "'{}', 'ok', 0, 0, false, 0, 1, :now, :ref)"),
+                        {"id": call_id, "ref": ref, "now": "2026-01-01"})
+            command.upgrade(cfg, "head")
+            with engine.connect() as conn:
+                refs = dict(conn.execute(text("SELECT id, prompt_ref FROM llm_calls")).all())
+                kept = set(conn.execute(text("SELECT hash FROM prompt_blocks")).scalars())
+            assert refs == {1: b, 2: None, 3: None, 4: None}
+            assert kept == {a, b}
+            for statement in (
+                "UPDATE llm_calls SET prompt_ref = 'e' WHERE id = 4",
+                f"INSERT INTO prompt_blocks (hash, parent, text) VALUES ('n', '{lost}', 'x')",
+                f"DELETE FROM prompt_blocks WHERE hash = '{b}'",
+            ):
+                with pytest.raises(IntegrityError), engine.begin() as conn:
+                    conn.execute(text(statement))
+            command.downgrade(cfg, "0012")
+            with engine.begin() as conn:
+                conn.execute(text("UPDATE llm_calls SET prompt_ref = 'e' WHERE id = 4"))
+                conn.execute(text(f"DELETE FROM prompt_blocks WHERE hash = '{b}'"))
         finally:
             engine.dispose()

@@ -99,21 +99,23 @@ class Workers:
         self.broker_url = broker_url
         self.started: list[WorkerProcess] = []
 
-    def start(self, **settings: object) -> WorkerProcess:
+    def start(self, *, root: Path = ROOT, **settings: object) -> WorkerProcess:
+        """A worker of the code in ``root`` (another checkout: an older release's worker,
+        with this environment's dependencies)."""
         env = {
             **os.environ,
             "ADAPT_DATABASE_URL": self.database_url,
             "ADAPT_BROKER_URL": self.broker_url,
             "ADAPT_CELERY_QUEUE": self.queue,
             "ADAPT_ALLOW_REMOTE_LLM": "0",
-            "PYTHONPATH": os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]),
+            "PYTHONPATH": os.pathsep.join([str(root), os.environ.get("PYTHONPATH", "")]),
             **{f"ADAPT_{k.upper()}": json.dumps(v) if isinstance(v, list | dict) else str(v)
                for k, v in settings.items()},
         }
         log_path = self.log_dir / f"worker-{len(self.started)}.log"
         log = log_path.open("wb")
         proc = subprocess.Popen([sys.executable, "-c", _WORKER], env=env, stdout=log,
-                                stderr=subprocess.STDOUT, cwd=ROOT)
+                                stderr=subprocess.STDOUT, cwd=root)
         worker = WorkerProcess(proc, log_path, log, self.broker_url)
         self.started.append(worker)
         return worker

@@ -1,0 +1,119 @@
+"""A task's rows as plain data and back: what an archive holds (``adapt.service.archive`` makes
+the document and checks one before it is loaded).
+
+An export reads the task row, its nodes, steps, LLM calls, events, and the prompt blocks of its
+calls' chains (parents first), each row as a dict of its columns (times as ISO 8601). An import
+inserts them under a new task id and the importer's tenant, in one transaction: blocks already
+stored are left as they are (a block is addressed by its content), the rest go in before the
+calls that name them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from sqlalchemy import Column, Table, insert, select
+from sqlalchemy.dialects.postgresql import insert as pg_insert
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.ext.asyncio import AsyncSession
+
+from adapt.store.models import EventRow, LLMCallRow, NodeRow, PromptBlock, StepRow, Task
+from adapt.store.prompts import chain_blocks
+
+#: task columns an archive leaves out: whose the task is, and a worker's lease on it
+TASK_PRIVATE = frozenset({"tenant", "idempotency_key", "request_hash", "lease_owner",
+                          "lease_expires_at", "heartbeat_at"})
+#: the archive's sections: name -> table (rows keyed by the task id carry no ``task_id``)
+SECTIONS: dict[str, Table] = {
+    "nodes": NodeRow.__table__,  # type: ignore[dict-item]
+    "steps": StepRow.__table__,  # type: ignore[dict-item]
+    "calls": LLMCallRow.__table__,  # type: ignore[dict-item]
+    "prompt_blocks": PromptBlock.__table__,  # type: ignore[dict-item]
+    "events": EventRow.__table__,  # type: ignore[dict-item]
+}
+_ORDER = {"nodes": ("id",), "steps": ("node_id", "index"), "calls": ("id",), "events": ("seq",)}
+TASK_TABLE: Table = Task.__table__  # type: ignore[assignment]
+
+
+def task_columns() -> list[Column[Any]]:
+    return [c for c in TASK_TABLE.columns if c.key not in TASK_PRIVATE]
+
+
+def section_columns(section: str) -> list[Column[Any]]:
+    return [c for c in SECTIONS[section].columns if c.key != "task_id"]
+
+
+def _plain(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, datetime) else value
+
+
+def _rows(result: Sequence[Any], columns: Sequence[Column[Any]]) -> list[dict[str, Any]]:
+    return [{c.key: _plain(v) for c, v in zip(columns, row, strict=True)} for row in result]
+
+
+async def read_task(session: AsyncSession, task_id: str) -> dict[str, Any]:
+    """The task's row and every section, as plain data."""
+    columns = task_columns()
+    found = (await session.execute(select(*columns).where(TASK_TABLE.c.id == task_id))).all()
+    if not found:
+        raise LookupError(task_id)
+    out: dict[str, Any] = {"task": _rows(found, columns)[0]}
+    for section, table in SECTIONS.items():
+        columns = section_columns(section)
+        if section == "prompt_blocks":
+            out[section] = await _blocks(session, task_id)
+            continue
+        stmt = select(*columns).where(table.c.task_id == task_id)
+        stmt = stmt.order_by(*(table.c[k] for k in _ORDER[section]))
+        out[section] = _rows((await session.execute(stmt)).all(), columns)
+    return out
+
+
+async def _blocks(session: AsyncSession, task_id: str) -> list[dict[str, Any]]:
+    hashes = await chain_blocks(session, [task_id])
+    if not hashes:
+        return []
+    table = SECTIONS["prompt_blocks"]
+    rows = (await session.execute(select(table.c.hash, table.c.parent, table.c.text)
+                                  .where(table.c.hash.in_(hashes)))).all()
+    return parents_first([{"hash": h, "parent": p, "text": t} for h, p, t in rows])
+
+
+def parents_first(blocks: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """``blocks`` ordered so that every block comes after its parent (when it is among
+    them); the order is otherwise by hash."""
+    by_hash = {str(b["hash"]): dict(b) for b in blocks}
+    out: list[dict[str, Any]] = []
+    placed: set[str] = set()
+    for start in sorted(by_hash):
+        path: list[str] = []
+        at: str | None = start
+        while at is not None and at in by_hash and at not in placed and at not in path:
+            path.append(at)
+            at = by_hash[at]["parent"]
+        for h in reversed(path):
+            placed.add(h)
+            out.append(by_hash[h])
+    return out
+
+
+async def insert_task(session: AsyncSession, task_id: str, tenant: str,
+                      document: Mapping[str, Any]) -> None:
+    """Insert the archive's rows (checked, with Python values) as task ``task_id`` of
+    ``tenant``, in the caller's transaction."""
+    row = {**document["task"], "id": task_id, "tenant": tenant}
+    await session.execute(insert(TASK_TABLE), [row])
+    blocks = document["prompt_blocks"]
+    if blocks:
+        dialect = session.get_bind().dialect.name
+        block_insert = (pg_insert if dialect == "postgresql" else sqlite_insert)(
+            SECTIONS["prompt_blocks"]).on_conflict_do_nothing(index_elements=["hash"])
+        # parents first: the foreign key checks each row's parent as it goes in
+        await session.execute(block_insert, parents_first(blocks))
+    for section in ("nodes", "steps", "calls", "events"):
+        rows = [{**r, "task_id": task_id} for r in document[section]]
+        if rows:
+            await session.execute(insert(SECTIONS[section]), rows)
+
