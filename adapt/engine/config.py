@@ -172,4 +172,4 @@ class RunConfig(BaseModel):
         default=False,
         description="Constrained decoding: send the environment's grammars (valid actions for "
         "the executor, checkable plan lines for the planner) with the requests; local: models "
-        "and endpoints configured with guided_decoding apply them, others ignore them.")
+        "and endpoints whose server_kind is vllm or llama.cpp apply them, others ignore them.")

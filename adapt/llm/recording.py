@@ -35,7 +35,11 @@ from adapt.llm.base import (
 
 logger = logging.getLogger(__name__)
 
-_COMPARED = ("messages", "prompt", "stop", "max_tokens", "temperature", "seed", "continuation")
+_COMPARED = ("messages", "prompt", "stop", "max_tokens", "temperature", "seed", "continuation",
+             "tools", "tool_choice", "json_schema")
+#: compared fields a request without them leaves out of its fingerprint, so requests made
+#: before the field existed keep the fingerprint they were stored with
+_OPTIONAL = ("continuation", "tools", "tool_choice", "json_schema")
 _SNIPPET = 60
 
 
@@ -45,8 +49,11 @@ def request_fingerprint(request: ChatRequest) -> str:
     Lets a store keep replay verification without keeping prompt text.
     """
     data = request.model_dump(mode="json", include=set(_COMPARED))
-    if data.get("continuation") is None:  # completions keep the fingerprint they always had
-        data.pop("continuation", None)
+    for key in _OPTIONAL:  # requests without them keep the fingerprint they always had
+        if data.get(key) is None:
+            data.pop(key, None)
+    if request.messages is not None:  # likewise a message without tool fields
+        data["messages"] = [m.wire() for m in request.messages]
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -135,6 +142,8 @@ def _messages_diff(recorded: list[Message], got: list[Message]) -> str:
             return f"messages[{i}].role: recorded {a.role!r}, got {b.role!r}"
         if a.content != b.content:
             return _text_diff(f"messages[{i}].content", a.content, b.content)
+        if a.tool_calls != b.tool_calls or a.tool_call_id != b.tool_call_id:
+            return f"messages[{i}]: the tool calls or the call answered differ"
     return f"messages: recorded {len(recorded)} messages, got {len(got)}"
 
 
@@ -149,6 +158,8 @@ def request_diff(recorded: ChatRequest, got: ChatRequest) -> list[str]:
             diffs.append(_messages_diff(a, b))
         elif field == "prompt" and a is not None and b is not None:
             diffs.append(_text_diff("prompt", a, b))
+        elif field in ("tools", "json_schema"):
+            diffs.append(f"{field} differ")
         elif field in ("messages", "prompt"):
             shape = "set" if a is not None else "not set"
             diffs.append(f"{field}: recorded {shape}, got {'set' if b is not None else 'not set'}")
