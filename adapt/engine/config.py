@@ -21,8 +21,9 @@ class ExecutorConfig(BaseModel):
     kind: str = Field(
         default="react",
         description="Executor design: react, stateact, stateflow, spec (an agent from a "
-        "declarative behaviour specification, see `spec`) or one a plug-in package registers "
-        "(entry point group `adapt.executors`).")
+        "declarative behaviour specification, see `spec`), tools (the environment's actions "
+        "as function tools of a chat model, see docs/tools.md) or one a plug-in package "
+        "registers (entry point group `adapt.executors`).")
     spec: str = Field(
         default="react",
         description="For kind 'spec': a built-in agent (react, rewoo, reflexion, cot, direct, "
