@@ -137,6 +137,12 @@ class PlannerConfig(BaseModel):
     propagate_context: bool = Field(
         default=True, description="Hand the propagated salient state to the planner too."
     )
+    output: Literal["text", "json"] = Field(
+        default="text",
+        description="How the planner writes its plan: 'text' (Step N: lines and an Execution "
+        "Order: line) or 'json' (a JSON object of steps and execution order, asked for as "
+        "structured output where the endpoint takes a JSON schema; an answer that is not JSON "
+        "is read as text). See docs/tools.md.")
 
 
 class RunConfig(BaseModel):
