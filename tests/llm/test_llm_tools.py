@@ -228,3 +228,46 @@ async def test_a_function_model_answers_with_tool_calls_too() -> None:
     bad = FunctionModel(lambda r: 3)  # type: ignore[arg-type, return-value]
     with pytest.raises(TypeError, match="not str or tool calls"):
         await bad.complete(ChatRequest(prompt="x"))
+
+
+async def test_the_tools_executor_over_an_openai_compatible_server(
+    fake_server: Server, ok_chat: Any, local_url: str
+) -> None:
+    """A whole task: the server captures each ``tools`` request and answers ``tool_calls``."""
+    from adapt.engine import MemorySink, RunConfig, run_task
+    from adapt.envs.textcraft import TextCraft
+
+    def call(i: int, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        return {"id": f"srv_{i}", "type": "function",
+                "function": {"name": name, "arguments": json.dumps(arguments)}}
+
+    fake_server.responses = [
+        ok_chat("I need logs first.", tool_calls=[call(1, "get", {"item": "oak logs",
+                                                                  "count": 1})],
+                finish_reason="tool_calls"),
+        ok_chat(None, tool_calls=[call(2, "craft", {
+            "item": "oak planks", "count": 4, "ingredients": [{"item": "oak logs",
+                                                               "count": 1}]})],
+                finish_reason="tool_calls"),
+    ]
+    model = OpenAIChatModel("gpt-test", base_url=local_url, http_client=fake_server.client())
+    sink = MemorySink()
+    result = await run_task(TextCraft(), {"goal": "craft oak planks"},
+                            RunConfig(strategy="react", d_max=1, executor={"kind": "tools"}),
+                            model, sink=sink)
+    assert result.status == "succeeded"
+    first, second = fake_server.bodies
+    assert [t["function"]["name"] for t in first["tools"]] == [
+        "get", "craft", "inventory", "task_completed", "task_failed"]
+    assert first["tools"][0]["function"]["parameters"]["required"] == ["item", "count"]
+    assert [m["role"] for m in first["messages"]] == ["system", "user"]
+    assert second["messages"][2] == {
+        "role": "assistant", "content": "I need logs first.",
+        "tool_calls": [call(1, "get", {"item": "oak logs", "count": 1})]}
+    assert second["messages"][3] == {"role": "tool", "tool_call_id": "srv_1",
+                                     "content": "Got 1 oak logs"}
+    steps = sink.steps[1]
+    assert [s.text for s in steps] == ["get 1 oak logs", "craft 4 oak planks using 1 oak logs"]
+    assert steps[0].extra is not None and steps[0].extra["thought"] == "I need logs first."
+    assert [c.tool_calls[0]["id"] for c in sink.calls if c.tool_calls] == ["srv_1", "srv_2"]
+    assert sink.calls[0].prompt_tokens == 11 and not sink.calls[0].usage_estimated
