@@ -12,11 +12,13 @@ import pytest
 from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.engine.executors.tools import DEFAULT_MAX_TOKENS, NO_CALL
 from adapt.engine.tree import TaskResult
+from adapt.envs.calculator import Calculator
 from adapt.envs.textcraft import TextCraft
 from adapt.envs.tools import ActionTool, ToolActions, ToolSpec, arguments
 from adapt.errors import UserError
 from adapt.llm.testing import Answer, ScriptedModel, tool_call
 from tests.engine.toy import ToyEnv
+from tests.support.toolruns import check_calls_became_actions, every_tool, run_tools
 
 PLANKS = {"goal": "craft oak planks"}
 GET_LOGS = tool_call("get", {"item": "oak logs", "count": 1})
@@ -177,3 +179,28 @@ async def test_an_environment_tool_named_like_the_assessment_is_refused() -> Non
 
     with pytest.raises(UserError, match="task_completed, which the tools executor offers"):
         await run(["x"], env=Clashing(), env_config={})
+
+
+@pytest.mark.parametrize(("make", "config"), [(TextCraft, {"seed": 3}),
+                                              (Calculator, {"index": 2})],
+                         ids=["textcraft", "calculator"])
+async def test_every_tool_of_a_built_in_environment_runs_through_the_executor(
+    make: Any, config: dict[str, Any]
+) -> None:
+    calls = every_tool(make(), config)
+    result, sink, model = await run_tools(make(), config, [*calls, tool_call("task_failed")])
+    assert result.error is None and model.remaining == 0
+    assert [(s.extra or {})["tool"]["name"] for s in sink.steps[1]] == [
+        *(c.name for c in calls), "task_failed"]
+    assert sink.nodes[1].termination == "failed"
+    check_calls_became_actions(make, config, sink)
+
+
+async def test_the_calculator_is_solved_with_its_tools() -> None:
+    from adapt.envs.calculator.problems import PROBLEMS
+
+    answer = PROBLEMS[0].answer
+    result, sink, _ = await run_tools(Calculator(), {"index": 0}, [
+        tool_call("calculator", {"expression": "1 + 1"}),
+        tool_call("answer", {"value": answer})])
+    assert result.status == "succeeded" and sink.steps[1][-1].text == f"answer {answer}"
