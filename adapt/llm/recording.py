@@ -6,7 +6,9 @@ calls (``ScoringModel.score``) are calls too: recorded as a ``scorer`` request w
 continuation, answered by a response holding the log-probabilities.
 
 ``ReplayModel`` answers from a recording in order, checking each incoming request against the
-recorded one (messages/prompt, stop, max_tokens, temperature, seed; not ``role``). A
+recorded one (messages/prompt, stop, max_tokens, temperature, seed, and the tools offered and
+the JSON schema asked for; not ``role``); a recorded answer comes back whole, its tool calls
+included. A
 mismatch raises :class:`~adapt.errors.ReplayDivergence` with the call index and a short diff.
 When the recording runs out it either continues with a ``live`` model (how a crashed task
 resumes: finished calls are replayed for free, then the run goes on live) or raises.
@@ -46,7 +48,9 @@ _SNIPPET = 60
 def request_fingerprint(request: ChatRequest) -> str:
     """SHA-256 over the compared fields of a request (what replay checks; not ``role``).
 
-    Lets a store keep replay verification without keeping prompt text.
+    Lets a store keep replay verification without keeping prompt text. Fields a request does
+    not use (tools, a JSON schema, a message's tool fields) are left out, so a request made
+    before they existed keeps the fingerprint it was stored with.
     """
     data = request.model_dump(mode="json", include=set(_COMPARED))
     for key in _OPTIONAL:  # requests without them keep the fingerprint they always had
