@@ -35,6 +35,7 @@ flagged ``estimated=True``. The model never sleeps: latency is ~0.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import random
 import time
@@ -216,8 +217,10 @@ class SimTextCraftModel:
             text, finish_reason = apply_limits(raw, request.stop, request.max_tokens)
             written = text
         logger.debug("%s %s -> %r %s (%s)", self.name, request.role, text, calls or "", kind)
+        # the tools offered are prompt tokens too, as providers count them
+        offered = json.dumps(request.tools, separators=(",", ":")) if request.tools else ""
         usage = Usage(
-            prompt_tokens=estimate_tokens(prompt),
+            prompt_tokens=estimate_tokens(prompt + offered),
             completion_tokens=estimate_tokens(written),
             estimated=True,
         )

@@ -92,6 +92,7 @@ async def test_servers_tool_calls_in_other_shapes_are_read(
     assert response.tool_calls == [ToolCall(id="call_0", name="inventory",
                                             arguments='{"all": true}')]
     assert response.usage.estimated and response.usage.completion_tokens > 0
+    assert response.usage.prompt_tokens > len(json.dumps([GET])) // 4  # the tools count too
 
     fake_server.responses = [ok_chat("", tool_calls=[{"function": {"arguments": "{}"}}])]
     with pytest.raises(ProviderError, match="malformed tool calls"):

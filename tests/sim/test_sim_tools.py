@@ -66,6 +66,9 @@ async def test_the_simulator_answers_a_tools_request_with_a_tool_call() -> None:
     assert answer.tool_calls == [ToolCall(id="call_0", name="get",
                                           arguments='{"item": "oak logs", "count": 1}')]
     assert answer.usage.completion_tokens > 0
+    # the tools offered count as prompt tokens, as a provider counts them
+    compact = json.dumps(TOOLS, separators=(",", ":"))
+    assert answer.usage.prompt_tokens == -(-len(TASK + compact) // 4)
     # the same request without tools is the text executor's: a line, no call
     plain = await model.complete(ChatRequest(prompt=f"{TASK}\n> ", stop=["\n"]))
     assert plain.text == "get 1 oak logs" and plain.tool_calls is None

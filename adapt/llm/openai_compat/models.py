@@ -131,8 +131,9 @@ class _OpenAIBase:
             for c in reply.tool_calls]
         if usage is None:
             written = text + "".join(c.name + c.arguments for c in calls or ())
+            offered = orjson.dumps(request.tools).decode() if request.tools else ""
             usage = Usage(
-                prompt_tokens=estimate_tokens(request.as_prompt()),
+                prompt_tokens=estimate_tokens(request.as_prompt() + offered),
                 completion_tokens=estimate_tokens(written),
                 estimated=True,
             )
