@@ -58,4 +58,5 @@ async def test_an_unknown_planner_output_names_the_field(client: httpx.AsyncClie
         "environment": "textcraft", "environment_config": {"seed": 3},
         "planner": {"output": "yaml"}})
     assert response.status_code == 422
-    assert "planner.output" in response.text, response.text
+    assert "planner.output" in response.text and "'text' or 'json'" in response.text, \
+        response.text
