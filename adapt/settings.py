@@ -8,7 +8,15 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, SecretStr, field_validator
+from pydantic import (
+    AliasChoices,
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    field_validator,
+    model_validator,
+)
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from adapt.engine.budget import Budget
@@ -29,9 +37,25 @@ class LLMEndpointSetting(BaseModel):
                                       description="Sent to this endpoint only.")
     name: str | None = Field(default=None, description="How errors name the endpoint "
                              "(default: its URL).")
+    server_kind: Literal["openai", "vllm", "llama.cpp"] | None = Field(
+        default=None, description="What the server is, so grammars and JSON schemas reach it "
+        "in the fields it reads: 'vllm' (structured_outputs), 'llama.cpp' (grammar, "
+        "json_schema) or 'openai' (response_format; no grammars). Unset: neither is sent.")
     guided_decoding: Literal["llama.cpp", "vllm"] | None = Field(
-        default=None, description="The server takes GBNF grammars for constrained decoding: "
-        "'llama.cpp' (request field grammar) or 'vllm' (guided_grammar). Unset: not sent.")
+        default=None, description="The older name of server_kind (llama.cpp or vllm).")
+
+    @model_validator(mode="after")
+    def _one_kind(self) -> LLMEndpointSetting:
+        self.server_kind = one_server_kind(self.server_kind, self.guided_decoding)
+        return self
+
+
+def one_server_kind(server_kind: str | None, guided_decoding: str | None) -> Any:
+    """``server_kind``, else its older name ``guided_decoding``; both set must agree."""
+    if server_kind and guided_decoding and server_kind != guided_decoding:
+        raise ValueError(f"server_kind {server_kind!r} and guided_decoding {guided_decoding!r} "
+                         "disagree; set server_kind alone")
+    return server_kind or guided_decoding
 
 
 class RemoteEnvironmentSetting(BaseModel):
@@ -90,11 +114,17 @@ class Settings(BaseSettings):
         "server path (e.g. ALFWorld game_path, data_dir) may point into, through the API "
         '(JSON list). Empty: no such path may be named.',
     )
+    openai_server_kind: Literal["openai", "vllm", "llama.cpp"] | None = Field(
+        default=None,
+        description="What the OpenAI endpoint (ADAPT_OPENAI_BASE_URL) is, so grammars and "
+        "JSON schemas reach it in the fields it reads: 'vllm' (structured_outputs), "
+        "'llama.cpp' (grammar, json_schema) or 'openai' (response_format; no grammars). "
+        "Unset: 'openai' for the OpenAI API; for another base URL neither is sent (the "
+        "decoding monitor corrects output; the planner reads a text plan).",
+    )
     guided_decoding: Literal["llama.cpp", "vllm"] | None = Field(
         default=None,
-        description="The OpenAI endpoint (ADAPT_OPENAI_BASE_URL) takes GBNF "
-        "grammars for constrained decoding: 'llama.cpp' (request field grammar) or 'vllm' "
-        "(guided_grammar). Unset: grammars are not sent; the decoding monitor corrects output.",
+        description="The older name of ADAPT_OPENAI_SERVER_KIND (llama.cpp or vllm).",
     )
     llm_timeout: float = Field(default=60.0, gt=0, description="Seconds per LLM request.")
     llm_max_retries: int = Field(default=3, ge=0, description="Retries of one LLM call on "
@@ -293,6 +323,11 @@ class Settings(BaseSettings):
                                     description="How often an SSE stream looks for new events.")
     sse_keepalive_seconds: float = Field(default=15.0, gt=0,
                                          description="SSE keep-alive comment interval.")
+
+    @model_validator(mode="after")
+    def _openai_server_kind(self) -> Settings:
+        self.openai_server_kind = one_server_kind(self.openai_server_kind, self.guided_decoding)
+        return self
 
     @field_validator("llm_endpoints", mode="before")
     @classmethod

@@ -114,3 +114,18 @@ def test_a_model_over_http_leaves_no_unclosed_connections(
         assert out.returncode == 0, out.stderr
         assert "Unclosed" not in out.stderr and "unclosed" not in out.stderr.lower()
     assert sim.log()["counters"]["requests"] > 0
+
+
+def test_run_with_the_tools_executor_and_a_json_plan_offline() -> None:
+    out = adapt(*EXAMPLE, "--executor", "tools", "--planner-output", "json")
+    assert out.returncode == 0, out.stderr
+    payload = json.loads(out.stdout)
+    assert payload["result"]["status"] == "succeeded"
+    nodes = walk(payload["tree"])
+    steps = [s for n in nodes for s in n["steps"]]
+    assert steps and all(s["extra"]["tool"]["name"] for s in steps)
+    calls = [c for n in nodes for c in n["llm_calls"]]
+    executor = [c for c in calls if c["role"] == "executor"]
+    assert all(c["tools"] and c["tool_calls"] and c["simulated"] for c in executor)
+    plans = [n["plan"] for n in nodes if n["plan"]]
+    assert plans and all(p["raw"].startswith("{") for p in plans)

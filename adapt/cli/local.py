@@ -70,12 +70,16 @@ def run(
     executor_model: Annotated[str | None, typer.Option("--executor-model")] = None,
     planner_model: Annotated[str | None, typer.Option("--planner-model")] = None,
     executor: Annotated[str, typer.Option(
-        "--executor", help="Executor design: react | stateact | stateflow | spec.")] = "react",
+        "--executor", help="Executor design: react | stateact | stateflow | spec | tools (the "
+        "environment's actions as function tools of a chat model).")] = "react",
     spec: Annotated[str | None, typer.Option(
         "--spec", help="For --executor spec: a built-in agent (react, rewoo, reflexion, cot, "
         "direct, pass) or a spec file (s-expression or YAML).")] = None,
     max_steps: Annotated[int | None, typer.Option("--max-steps", min=1,
                                                   help="Executor LLM calls per run.")] = None,
+    planner_output: Annotated[str | None, typer.Option(
+        "--planner-output", help="text (Step N: lines, default) | json (the plan as "
+        "structured output where the endpoint takes a JSON schema).")] = None,
     monitor: Annotated[bool | None, typer.Option(
         "--monitor/--no-monitor",
         help="The decoding monitor on the executor's and planner's output (default: on; off "
@@ -127,7 +131,8 @@ def run(
             "executor": {"kind": executor, **options.get("executor", {}),
                          **({"max_steps": max_steps} if max_steps is not None else {}),
                          **({"spec": _read_spec(spec)} if spec else {})},
-            "monitor": {} if monitor is None else {"enabled": monitor}})
+            "monitor": {} if monitor is None else {"enabled": monitor},
+            **({"planner": {"output": planner_output}} if planner_output else {})})
         specs, notice = model_specs(settings, model=model, executor_model=executor_model,
                                     planner_model=planner_model, cascade=chain)
         env_config = _goal_into_config(env, env_config, goal)

@@ -12,7 +12,8 @@ Verification = Annotated[str | None, typer.Option(
     "the executor's claim decides (profile paper). See docs/verification.md.")]
 Grammar = Annotated[bool, typer.Option(
     "--grammar/--no-grammar", help="Constrained decoding: send the environment's action and "
-    "plan grammars (applied by local: models and endpoints with guided_decoding).")]
+    "plan grammars (applied by local: models and endpoints whose server_kind is vllm or "
+    "llama.cpp).")]
 ActOnly = Annotated[bool, typer.Option(
     "--act-only", help="ReAct executor without thoughts or self-assessment.")]
 CascadeMode = Annotated[str | None, typer.Option(

@@ -46,6 +46,7 @@ CascadeOrder = Literal["before", "after"]
 SelfAssessment = Literal["thought", "any_line", "off"]
 ReactFormat = Literal["line", "numbered"]
 PassOutput = Literal["auto", "logprob", "summary", "raw", "shorter"]
+PlanOutput = Literal["text", "json"]
 
 FROZEN = ConfigDict(extra="forbid", frozen=True)
 
@@ -93,8 +94,9 @@ class ExecutorConfig(BaseModel):
     kind: ExecutorKind = Field(
         default="react",
         description="Executor design: react, stateact, stateflow, spec (an agent from a "
-        "declarative behaviour specification, see `spec`) or one a plug-in package registers "
-        "(entry point group `adapt.executors`).")
+        "declarative behaviour specification, see `spec`), tools (the environment's actions "
+        "as function tools of a chat model, see docs/tools.md) or one a plug-in package "
+        "registers (entry point group `adapt.executors`).")
     max_steps: int | None = Field(
         default=None, ge=1, le=500,
         description="LLM calls per executor run; default from the environment (TextCraft: 20).",
@@ -182,6 +184,12 @@ class PlannerConfig(BaseModel):
     propagate_context: bool = Field(
         default=True, description="Hand the propagated salient state to the planner too."
     )
+    output: PlanOutput = Field(
+        default="text",
+        description="How the planner writes its plan: 'text' (Step N: lines and an Execution "
+        "Order: line) or 'json' (a JSON object of steps and execution order, asked for as "
+        "structured output where the endpoint takes a JSON schema; an answer that is not JSON "
+        "is read as text). See docs/tools.md.")
 
 
 # -- the models a run calls ------------------------------------------------------------------
@@ -248,7 +256,7 @@ class RunConfig(BaseModel):
         default=False,
         description="Constrained decoding: send the environment's grammars (valid actions for "
         "the executor, checkable plan lines for the planner) with the requests; local: models "
-        "and endpoints configured with guided_decoding apply them, others ignore them.")
+        "and endpoints whose server_kind is vllm or llama.cpp apply them, others ignore them.")
 
     @field_validator("executor", mode="before")
     @classmethod
@@ -293,9 +301,29 @@ def field_info(model: type[BaseModel], name: str, **changes: Any) -> Any:
 
 
 __all__ = [
-    "CASCADE_MAX", "D_MAX_RANGE", "REACT_STEPS_MAX", "Cascade", "CascadeOrder", "ExecutorConfig",
-    "ExecutorKind", "ModelSpecText", "ModelSpecs", "MonitorConfig", "PassOutput", "PlannerConfig",
-    "Profile", "ReactFormat", "ResolvedConfig", "RunConfig", "SelfAssessment",
-    "SelfAssessmentField", "StopSequence", "VerificationMode", "config_as", "config_model",
-    "executor_config", "field_info",
+    "CASCADE_MAX",
+    "D_MAX_RANGE",
+    "REACT_STEPS_MAX",
+    "Cascade",
+    "CascadeOrder",
+    "ExecutorConfig",
+    "ExecutorKind",
+    "ModelSpecText",
+    "ModelSpecs",
+    "MonitorConfig",
+    "PassOutput",
+    "PlanOutput",
+    "PlannerConfig",
+    "Profile",
+    "ReactFormat",
+    "ResolvedConfig",
+    "RunConfig",
+    "SelfAssessment",
+    "SelfAssessmentField",
+    "StopSequence",
+    "VerificationMode",
+    "config_as",
+    "config_model",
+    "executor_config",
+    "field_info",
 ]

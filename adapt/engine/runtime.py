@@ -233,9 +233,12 @@ class Run:
             request_model=model.name,
             simulated=model.simulated or response.simulated,
             prompt=request.prompt,
-            messages=[m.model_dump() for m in request.messages] if request.messages else None,
+            messages=[m.wire() for m in request.messages] if request.messages else None,
+            tools=request.tools,
             stop=list(request.stop),
             completion=response.text,
+            tool_calls=([c.model_dump() for c in response.tool_calls] if response.tool_calls
+                        else None),
             prompt_tokens=response.usage.prompt_tokens,
             completion_tokens=response.usage.completion_tokens,
             usage_estimated=response.usage.estimated,

@@ -172,9 +172,15 @@ class LLMCall(BaseModel):
     model: str
     simulated: bool = False
     prompt: str | None = None
-    messages: list[dict[str, str]] | None = None
+    #: chat messages: ``role`` and ``content``, and the tool fields a message has
+    #: (``tool_calls``, ``tool_call_id``)
+    messages: list[dict[str, Any]] | None = None
+    #: the tools the call offered (OpenAI ``tools`` entries); None: none
+    tools: list[dict[str, Any]] | None = None
     stop: list[str] = Field(default_factory=list)
     completion: str
+    #: the tools the model called (``{"id", "name", "arguments"}``); None: none
+    tool_calls: list[dict[str, Any]] | None = None
     prompt_tokens: int = 0
     completion_tokens: int = 0
     usage_estimated: bool = False

@@ -6,6 +6,9 @@
         report = check_environment(MyEnv, configs=[{"seed": 0}, {"seed": 1}])
         assert "deterministic_reset" in report.passed
 
+An environment that declares its actions as tools (``adapt.envs.tools``) has them checked too
+(the ``tools`` check, ``adapt.envs.tooltesting``).
+
 Every failed check raises ``ConformanceError`` (an ``AssertionError``) whose message starts with
 ``conformance check '<name>' failed``; an exception raised by the environment inside a check is
 turned into such a failure, chained to the original. The checks, in order, are ``CHECKS``.
@@ -26,6 +29,7 @@ from pydantic import BaseModel, ValidationError
 
 from adapt.envs.base import Environment, StepResult
 from adapt.envs.registry import format_validation_errors
+from adapt.envs.tooltesting import check_tools
 
 logger = logging.getLogger(__name__)
 
@@ -41,6 +45,7 @@ CHECKS: tuple[str, ...] = (
     "salient_state",
     "task_observation",
     "is_failure",
+    "tools",
     "prompt_templates",
     "close",
 )
@@ -81,6 +86,9 @@ class ConformanceReport:
     environment: str
     configs: list[dict[str, Any]]
     passed: list[str] = field(default_factory=list)
+    #: the tools the environment declares (``adapt.envs.tools``), checked by ``tools``;
+    #: empty: it declares none (the check passes)
+    tools: list[str] = field(default_factory=list)
 
     def __str__(self) -> str:
         return (
@@ -458,6 +466,9 @@ def check_environment(
             _check_salient_state(kit, env, config)
             _check_task_observation(kit, env)
             _check_is_failure(kit, env, [first, *(r.observation for _, r in [*nonsense, *stepped])])
+            tools = check_tools(kit, env, config,
+                                lambda action, result: _check_step_result(kit, action, result))
+            report.tools = sorted({*report.tools, *tools})
         report.passed.extend(CHECKS[CHECKS.index("reset") : CHECKS.index("prompt_templates")])
         _check_prompt_templates(kit, env)
         report.passed.append("prompt_templates")

@@ -6,12 +6,32 @@ from typing import Any, Literal, Protocol, runtime_checkable
 
 from pydantic import BaseModel, Field
 
-Role = Literal["system", "user", "assistant"]
+Role = Literal["system", "user", "assistant", "tool"]
+
+
+class ToolCall(BaseModel):
+    """One call of a tool that a model asked for (an entry of OpenAI's ``tool_calls``)."""
+
+    #: the call's id, which the ``tool`` message answering it names
+    id: str
+    name: str
+    #: the arguments as the model wrote them: JSON text, kept unparsed (a model may write
+    #: invalid JSON, which the executor then reports back to it)
+    arguments: str = "{}"
 
 
 class Message(BaseModel):
     role: Role
     content: str
+    #: an assistant message's tool calls (chat with tools)
+    tool_calls: list[ToolCall] | None = None
+    #: a ``tool`` message: the id of the call it answers
+    tool_call_id: str | None = None
+
+    def wire(self) -> dict[str, Any]:
+        """The message as stored and shown: ``role`` and ``content``, plus the tool fields
+        it has (a plain message is ``{"role", "content"}`` as it always was)."""
+        return self.model_dump(exclude_none=True)
 
 
 class ChatRequest(BaseModel):
@@ -32,9 +52,19 @@ class ChatRequest(BaseModel):
     #: ``prompt`` are asked for; ``None`` for a completion
     continuation: str | None = None
     #: a GBNF grammar the output must follow (constrained decoding; ``adapt.llm.gbnf``):
-    #: ``local:`` models and OpenAI-compatible endpoints configured with ``guided_decoding``
+    #: ``local:`` models and OpenAI-compatible endpoints whose ``server_kind`` takes grammars
     #: apply it; other backends ignore it (the decoding monitor still corrects the output)
     grammar: str | None = None
+    #: tools the model may call (chat): OpenAI ``tools`` entries, ``{"type": "function",
+    #: "function": {"name", "description", "parameters"}}`` (``adapt.envs.tools.ToolSpec``)
+    tools: list[dict[str, Any]] | None = None
+    #: whether the model must call a tool: ``auto`` (it may answer with text), ``required``,
+    #: ``none``; ``None``: the server's default
+    tool_choice: Literal["auto", "required", "none"] | None = None
+    #: a JSON schema the answer must follow (structured output): endpoints whose server kind
+    #: takes one get it in that server's field (``adapt.llm.openai_compat.endpoint``), the
+    #: simulator honours it; others ignore it, and the caller parses the text as it comes
+    json_schema: dict[str, Any] | None = None
 
     def as_prompt(self) -> str:
         if self.prompt is not None:
@@ -69,6 +99,8 @@ class ChatResponse(BaseModel):
     #: a scoring call's answer: the continuation's token log-probabilities (``None``: none)
     logprobs: list[float] | None = None
     retries: int = 0  # transient provider errors retried before this answer
+    #: the tools the model called (a chat request with ``tools``); ``None``: none
+    tool_calls: list[ToolCall] | None = None
 
 
 @runtime_checkable

@@ -49,10 +49,9 @@ class Endpoint:
     name: str
     base_url: str
     api_key: str | None = field(default=None, repr=False)
-    #: the server takes GBNF grammars in this server kind's request field (``llama.cpp`` or
-    #: ``vllm``; see ``adapt.llm.openai_compat.endpoint.GUIDED_DECODING_FIELDS``); ``None``:
-    #: not sent
-    guided_decoding: str | None = None
+    #: what the server is (``openai``, ``vllm``, ``llama.cpp``): where it reads grammars and
+    #: JSON schemas (``adapt.llm.openai_compat.endpoint.SERVER_KINDS``); ``None``: unknown
+    server_kind: str | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "base_url", normalize_base_url(self.base_url))

@@ -6,6 +6,12 @@ package and found with :mod:`importlib.resources`; nothing is ever downloaded), 
 any ``.gguf`` file. Requests use llama.cpp's *completion* API (a chat request's messages are
 joined into one prompt, as for ``openai-completions:``); token usage is llama.cpp's own count.
 
+A request with tools is rendered as one prompt listing them (``adapt.llm.toolprompt``) and the
+answer is held to one JSON call of one of them by a grammar built from their JSON schemas
+(llama.cpp's JSON-schema converter): the reply's ``tool_calls`` holds it (an answer that is no
+call, e.g. cut at ``max_tokens``, comes back as text). A request with a JSON schema
+(structured output) is held to that schema the same way.
+
 One ``Llama`` per (weights, options) per process, loaded lazily on the first call and cached.
 llama.cpp contexts are not thread-safe, so calls to one loaded model are serialised by a lock;
 they run in a worker thread, so the event loop is never blocked. Concurrency across tasks
@@ -19,6 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import atexit
+import json
 import logging
 import threading
 import time
@@ -31,6 +38,7 @@ from urllib.parse import parse_qsl
 from adapt.errors import ModelSpecError, ProviderError, UserError
 from adapt.llm.base import ChatRequest, ChatResponse, Usage
 from adapt.llm.gbnf import validate_gbnf
+from adapt.llm.toolprompt import call_schema, read_call, tools_prompt
 
 logger = logging.getLogger(__name__)
 
@@ -198,13 +206,18 @@ def unload_all() -> None:
 atexit.register(unload_all)
 
 
-def _grammar(text: str | None) -> Any:
-    """A ``LlamaGrammar`` for a request's GBNF grammar, validated first: llama-cpp-python
-    only stores the text, and a malformed grammar fails inside llama.cpp while sampling."""
-    if text is None:
+def _grammar(request: ChatRequest) -> Any:
+    """A ``LlamaGrammar`` for a request: one JSON call of its tools, its JSON schema, or its
+    GBNF grammar, validated first (llama-cpp-python only stores the text, and a malformed
+    grammar fails inside llama.cpp while sampling)."""
+    grammars = require_llama_cpp().LlamaGrammar
+    schema = call_schema(request.tools) if request.tools else request.json_schema
+    if schema is not None:
+        return grammars.from_json_schema(json.dumps(schema), verbose=False)
+    if request.grammar is None:
         return None
-    validate_gbnf(text)
-    return require_llama_cpp().LlamaGrammar.from_string(text, verbose=False)
+    validate_gbnf(request.grammar)
+    return grammars.from_string(request.grammar, verbose=False)
 
 
 class LocalLlamaModel:
@@ -237,13 +250,20 @@ class LocalLlamaModel:
         choice = result["choices"][0]
         usage = result.get("usage") or {}
         text = str(choice.get("text") or "")
+        finish = choice.get("finish_reason")
+        call = None
+        if request.tools:
+            call = read_call(text, sum(m.role == "assistant" for m in request.as_messages()))
+            if call is not None:
+                text, finish = "", "tool_calls"
         reply = ChatResponse(
             text=text,
             usage=Usage(prompt_tokens=int(usage.get("prompt_tokens", 0)),
                         completion_tokens=int(usage.get("completion_tokens", 0))),
             latency_s=latency,
             model=self.name,
-            finish_reason=choice.get("finish_reason"),
+            finish_reason=finish,
+            tool_calls=[call] if call is not None else None,
         )
         logger.debug("local %s: %d+%d tokens in %.3fs (%s)", self.model,
                      reply.usage.prompt_tokens, reply.usage.completion_tokens, latency,
@@ -252,7 +272,7 @@ class LocalLlamaModel:
 
     def _complete_sync(self, request: ChatRequest) -> dict[str, Any]:
         loaded = _load(self.path, self.options)
-        prompt = request.as_prompt()
+        prompt = tools_prompt(request) if request.tools else request.as_prompt()
         with loaded.lock:
             n_prompt = len(loaded.llama.tokenize(prompt.encode("utf-8"), add_bos=True))
             room = self.options.n_ctx - n_prompt
@@ -263,7 +283,7 @@ class LocalLlamaModel:
             try:
                 result: dict[str, Any] = loaded.llama.create_completion(
                     prompt=prompt,
-                    grammar=_grammar(request.grammar),
+                    grammar=_grammar(request),
                     max_tokens=min(request.max_tokens, room),
                     temperature=request.temperature,
                     stop=list(request.stop) or None,

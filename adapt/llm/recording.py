@@ -6,7 +6,9 @@ calls (``ScoringModel.score``) are calls too: recorded as a ``scorer`` request w
 continuation, answered by a response holding the log-probabilities.
 
 ``ReplayModel`` answers from a recording in order, checking each incoming request against the
-recorded one (messages/prompt, stop, max_tokens, temperature, seed; not ``role``). A
+recorded one (messages/prompt, stop, max_tokens, temperature, seed, and the tools offered and
+the JSON schema asked for; not ``role``); a recorded answer comes back whole, its tool calls
+included. A
 mismatch raises :class:`~adapt.errors.ReplayDivergence` with the call index and a short diff.
 When the recording runs out it either continues with a ``live`` model (how a crashed task
 resumes: finished calls are replayed for free, then the run goes on live) or raises.
@@ -35,18 +37,27 @@ from adapt.llm.base import (
 
 logger = logging.getLogger(__name__)
 
-_COMPARED = ("messages", "prompt", "stop", "max_tokens", "temperature", "seed", "continuation")
+_COMPARED = ("messages", "prompt", "stop", "max_tokens", "temperature", "seed", "continuation",
+             "tools", "tool_choice", "json_schema")
+#: compared fields a request without them leaves out of its fingerprint, so requests made
+#: before the field existed keep the fingerprint they were stored with
+_OPTIONAL = ("continuation", "tools", "tool_choice", "json_schema")
 _SNIPPET = 60
 
 
 def request_fingerprint(request: ChatRequest) -> str:
     """SHA-256 over the compared fields of a request (what replay checks; not ``role``).
 
-    Lets a store keep replay verification without keeping prompt text.
+    Lets a store keep replay verification without keeping prompt text. Fields a request does
+    not use (tools, a JSON schema, a message's tool fields) are left out, so a request made
+    before they existed keeps the fingerprint it was stored with.
     """
     data = request.model_dump(mode="json", include=set(_COMPARED))
-    if data.get("continuation") is None:  # completions keep the fingerprint they always had
-        data.pop("continuation", None)
+    for key in _OPTIONAL:  # requests without them keep the fingerprint they always had
+        if data.get(key) is None:
+            data.pop(key, None)
+    if request.messages is not None:  # likewise a message without tool fields
+        data["messages"] = [m.wire() for m in request.messages]
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
@@ -135,6 +146,8 @@ def _messages_diff(recorded: list[Message], got: list[Message]) -> str:
             return f"messages[{i}].role: recorded {a.role!r}, got {b.role!r}"
         if a.content != b.content:
             return _text_diff(f"messages[{i}].content", a.content, b.content)
+        if a.tool_calls != b.tool_calls or a.tool_call_id != b.tool_call_id:
+            return f"messages[{i}]: the tool calls or the call answered differ"
     return f"messages: recorded {len(recorded)} messages, got {len(got)}"
 
 
@@ -149,6 +162,8 @@ def request_diff(recorded: ChatRequest, got: ChatRequest) -> list[str]:
             diffs.append(_messages_diff(a, b))
         elif field == "prompt" and a is not None and b is not None:
             diffs.append(_text_diff("prompt", a, b))
+        elif field in ("tools", "json_schema"):
+            diffs.append(f"{field} differ")
         elif field in ("messages", "prompt"):
             shape = "set" if a is not None else "not set"
             diffs.append(f"{field}: recorded {shape}, got {'set' if b is not None else 'not set'}")

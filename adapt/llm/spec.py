@@ -135,13 +135,15 @@ def load_model(
     allow_remote: bool = False,
     pool: ClientPool | None = None,
     guided_decoding: str | None = None,
+    server_kind: str | None = None,
 ) -> ChatModel:
     """Build the ChatModel ``spec`` names.
 
     ``base_url`` is the default endpoint (from settings); a base URL in the spec wins. Remote
     endpoints need ``allow_remote=True`` (see :mod:`adapt.llm.guard`). Models of one ``pool``
-    share connections. ``guided_decoding`` (``llama.cpp`` or ``vllm``): the OpenAI-compatible
-    endpoint takes GBNF grammars in that server's request field (see ``GUIDED_DECODING_FIELDS``).
+    share connections. ``server_kind`` (``openai``, ``vllm`` or ``llama.cpp``; its older name
+    ``guided_decoding``): where the OpenAI-compatible endpoint reads grammars and JSON schemas
+    (see ``adapt.llm.openai_compat.endpoint.SERVER_KINDS``).
     """
     parsed = parse_model_spec(spec)
     if parsed.backend == "sim":
@@ -161,5 +163,5 @@ def load_model(
         allow_remote=allow_remote,
         simulated=parsed.simulated,
         pool=pool,
-        guided_decoding=guided_decoding,
+        server_kind=server_kind or guided_decoding,
     )

@@ -41,11 +41,11 @@ def endpoint_list(settings: Settings, *, operator: bool) -> EndpointList:
     endpoints: list[Endpoint] = []
     if settings.openai_api_key or settings.openai_base_url:
         endpoints.append(Endpoint(OPENAI_ENDPOINT, settings.openai_base_url or DEFAULT_BASE_URL,
-                                  settings.openai_api_key, settings.guided_decoding))
+                                  settings.openai_api_key, settings.openai_server_kind))
     for i, e in enumerate(settings.llm_endpoints):
         key = e.api_key.get_secret_value() if e.api_key is not None else None
         endpoints.append(Endpoint(e.name or f"endpoint-{i + 1}", e.base_url, key,
-                                  e.guided_decoding))
+                                  e.server_kind))
     return EndpointList(tuple(endpoints), default=OPENAI_ENDPOINT, allow_loopback=operator)
 
 
@@ -134,5 +134,5 @@ class ModelFactory:
                    max_retries=(s.llm_max_retries if self.client_retries is None
                                 else self.client_retries),
                    allow_remote=s.allow_remote_llm, simulated=parsed.simulated, pool=self.pool,
-                   endpoint=endpoint.name, guided_decoding=endpoint.guided_decoding)
+                   endpoint=endpoint.name, server_kind=endpoint.server_kind)
 

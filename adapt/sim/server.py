@@ -5,7 +5,10 @@ Endpoints:
 - ``POST /v1/chat/completions``: ``messages`` are joined into one prompt exactly like
   ``ChatRequest.as_prompt`` (contents of system/developer, user and assistant messages, in
   order, separated by a blank line), so a chat request whose single user message is the prompt
-  gives the same output as a completion request with that prompt.
+  gives the same output as a completion request with that prompt. With ``tools`` (and the
+  ``tool`` messages that answer earlier calls) the simulator answers with ``tool_calls``; with
+  a JSON schema (``response_format``, ``structured_outputs.json`` or ``json_schema``) a
+  planner answers with a JSON plan (``adapt.sim.structured``).
 - ``POST /v1/completions``: ``prompt`` is a string or a list of one string.
 - ``GET /v1/models``, ``GET /v1/models/{model}``: the simulators' default specs.
 - ``GET /_sim/log``: the bounded request log and counters; ``POST /_sim/reset`` clears both
@@ -46,7 +49,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 
 from adapt.errors import InvalidConfig, ModelSpecError
-from adapt.llm.base import ChatModel, ChatRequest, Message, Role
+from adapt.llm.base import ChatModel, ChatRequest, Message
+from adapt.llm.openai_compat.wire import WireError, read_messages, read_tools, tool_calls_wire
 from adapt.sim.registry import SIMULATORS, from_spec, is_known_simulator
 
 logger = logging.getLogger(__name__)
@@ -55,12 +59,6 @@ logger = logging.getLogger(__name__)
 UNLIMITED_TOKENS = 1 << 20
 #: model objects kept per spec string
 MODEL_CACHE_SIZE = 256
-_ROLES: dict[str, Role] = {
-    "system": "system",
-    "developer": "system",
-    "user": "user",
-    "assistant": "assistant",
-}
 
 
 class ApiError(Exception):
@@ -201,42 +199,35 @@ async def _json_body(request: Request) -> dict[str, Any]:
     return body
 
 
-def _content(value: object, index: int) -> str:
-    if value is None:
-        return ""
-    if isinstance(value, str):
-        return value
-    if isinstance(value, list):
-        parts: list[str] = []
-        for part in value:
-            if isinstance(part, dict) and isinstance(part.get("text"), str):
-                parts.append(part["text"])
-            else:
-                raise ApiError(
-                    400,
-                    f"messages[{index}].content: only text parts are supported",
-                    param=f"messages[{index}].content",
-                )
-        return "".join(parts)
-    raise ApiError(400, f"messages[{index}].content must be a string", param="messages")
-
-
 def _messages(body: dict[str, Any]) -> list[Message]:
-    raw = body.get("messages")
-    if not isinstance(raw, list) or not raw:
-        raise ApiError(400, "'messages' must be a non-empty list", param="messages")
-    messages: list[Message] = []
-    for index, item in enumerate(raw):
-        if not isinstance(item, dict):
-            raise ApiError(400, f"messages[{index}] must be an object", param="messages")
-        role = _ROLES.get(str(item.get("role", "")))
-        if role is None:
-            continue  # tool / function messages carry no prompt text
-        content = _content(item.get("content"), index)
-        messages.append(Message(role=role, content=content))
-    if not messages:
-        raise ApiError(400, "'messages' holds no system, user or assistant message")
-    return messages
+    try:
+        return read_messages(body.get("messages"))
+    except WireError as exc:
+        raise ApiError(400, str(exc), param=exc.param) from None
+
+
+def _tools(body: dict[str, Any]) -> list[dict[str, Any]] | None:
+    try:
+        return read_tools(body.get("tools"))
+    except WireError as exc:
+        raise ApiError(400, str(exc), param=exc.param) from None
+
+
+def _json_schema(body: dict[str, Any]) -> dict[str, Any] | None:
+    """A JSON schema in any server kind's field: OpenAI's ``response_format`` (and its
+    ``json_object`` form with a ``schema``), vLLM's ``structured_outputs.json``, llama.cpp's
+    ``json_schema``."""
+    response_format = body.get("response_format")
+    structured = body.get("structured_outputs")
+    found: object = None
+    if isinstance(response_format, dict):
+        inner = response_format.get("json_schema")
+        found = inner.get("schema") if isinstance(inner, dict) else response_format.get("schema")
+    if found is None and isinstance(structured, dict):
+        found = structured.get("json")
+    if found is None:
+        found = body.get("json_schema")
+    return found if isinstance(found, dict) else None
 
 
 def _prompt(body: dict[str, Any]) -> str:
@@ -299,7 +290,8 @@ def _build_call(service: SimService, body: dict[str, Any], kind: str) -> _Call:
         "role": "http",
     }
     if kind == "chat":
-        request = ChatRequest(messages=_messages(body), **common)
+        request = ChatRequest(messages=_messages(body), tools=_tools(body),
+                              json_schema=_json_schema(body), **common)
     else:
         request = ChatRequest(prompt=_prompt(body), **common)
     return _Call(model, request)
@@ -342,9 +334,14 @@ async def _serve_completion(service: SimService, request: Request, kind: str) ->
     usage = _usage(response.usage.prompt_tokens, response.usage.completion_tokens)
     created = int(time.time())
     if kind == "chat":
+        message: dict[str, Any] = {"role": "assistant", "content": response.text,
+                                   "refusal": None}
+        if response.tool_calls:
+            message.update(content=response.text or None,
+                           tool_calls=tool_calls_wire(response.tool_calls))
         choice: dict[str, Any] = {
             "index": 0,
-            "message": {"role": "assistant", "content": response.text, "refusal": None},
+            "message": message,
             "logprobs": None,
             "finish_reason": finish,
         }

@@ -6,7 +6,9 @@ template says ``StateAct format``: one ``goal``/``current inventory``/``thought`
 the same policy, see ``adapt.sim.stateact``), as the reflection writer (the prompt
 ends with ``Reflection:``: 1-2 sentences on the failed trajectory), as the plan-and-execute
 planner (the template asks for one detailed plan: every recipe level) or as the planner
-(anything else: a one-level plan). Outputs are deterministic for the same prompt, knobs and temperature: the
+(anything else: a one-level plan). A chat request that offers tools is answered with the tool
+call the executor's next line stands for, and a planner request with a JSON schema with the
+plan as JSON (``adapt.sim.structured``). Outputs are deterministic for the same prompt, knobs and temperature: the
 per-call random draws come from ``sha256(seed, temperature, prompt)``.
 
 Knobs (spec string ``sim:textcraft?capability=1&error_rate=0.1&seed=7``):
@@ -33,6 +35,7 @@ flagged ``estimated=True``. The model never sleeps: latency is ~0.
 from __future__ import annotations
 
 import hashlib
+import json
 import logging
 import random
 import time
@@ -46,6 +49,7 @@ from adapt.sim.prompt_parse import parse_prompt
 from adapt.sim.reflection import write_reflection
 from adapt.sim.spec import Knob, KnobValue, canonical_spec, check_knobs
 from adapt.sim.stateact import decide_stateact
+from adapt.sim.structured import answered_calls, json_plan, text_prompt, tool_call_of
 
 logger = logging.getLogger(__name__)
 
@@ -199,12 +203,25 @@ class SimTextCraftModel:
     async def complete(self, request: ChatRequest) -> ChatResponse:
         started = time.perf_counter()
         prompt = request.as_prompt()
-        raw, kind = self.respond(prompt, request.temperature)
-        text, finish_reason = apply_limits(raw, request.stop, request.max_tokens)
-        logger.debug("%s %s -> %r (%s)", self.name, request.role, text, kind)
+        calls = None
+        if request.tools:  # the tools executor: the next line as the tool call it stands for
+            raw, kind = self.respond(text_prompt(request), request.temperature)
+            call = tool_call_of(raw.splitlines()[0] if raw else "", answered_calls(request))
+            calls = [call] if call is not None else None
+            text, finish_reason = ("", "tool_calls") if call is not None else (raw, "stop")
+            written = text + "".join(c.name + c.arguments for c in calls or ())
+        else:
+            raw, kind = self.respond(prompt, request.temperature)
+            if request.json_schema is not None and request.role != "executor":
+                raw, kind = json_plan(raw), f"{kind}:json"
+            text, finish_reason = apply_limits(raw, request.stop, request.max_tokens)
+            written = text
+        logger.debug("%s %s -> %r %s (%s)", self.name, request.role, text, calls or "", kind)
+        # the tools offered are prompt tokens too, as providers count them
+        offered = json.dumps(request.tools, separators=(",", ":")) if request.tools else ""
         usage = Usage(
-            prompt_tokens=estimate_tokens(prompt),
-            completion_tokens=estimate_tokens(text),
+            prompt_tokens=estimate_tokens(prompt + offered),
+            completion_tokens=estimate_tokens(written),
             estimated=True,
         )
         return ChatResponse(
@@ -214,6 +231,7 @@ class SimTextCraftModel:
             model=self.name,
             simulated=True,
             finish_reason=finish_reason,
+            tool_calls=calls,
         )
 
 

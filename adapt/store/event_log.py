@@ -36,7 +36,7 @@ NODE_EVENTS = ("node.created", "node.updated")
 #: the columns of ``llm_calls`` an ``llm_call`` event shows (``LLMCall`` without its prompt)
 _CALL_FIELDS = ("id", "node_id", "role", "model", "simulated", "stop", "completion",
                 "prompt_tokens", "completion_tokens", "usage_estimated", "latency_s",
-                "cost_usd", "monitor", "retries", "request_model")
+                "cost_usd", "monitor", "retries", "request_model", "response")
 _STEP_FIELDS = ("kind", "node_id", "index", "raw", "text", "observation", "reward", "done",
                 "error", "extra")
 
@@ -175,7 +175,9 @@ async def _calls(session: AsyncSession, task_id: str, ids: list[int]
         if r[0] in wanted:
             call = dict(zip(_CALL_FIELDS, r, strict=True))
             call["stop"] = call["stop"] or []
-            out[int(call["id"])] = {**call, "prompt": None, "messages": None}
+            calls = (call.pop("response") or {}).get("tool_calls")  # kept with the response
+            out[int(call["id"])] = {**call, "prompt": None, "messages": None, "tools": None,
+                                    "tool_calls": calls or None}
     return out
 
 

@@ -207,7 +207,7 @@ class LLMCallRow(Base):
     simulated: Mapped[bool] = mapped_column(Boolean, default=False)
     #: the prompt, inline: rows written before prompts were stored as blocks (0010) only
     prompt: Mapped[str | None] = mapped_column(Text)
-    messages: Mapped[list[dict[str, str]] | None] = mapped_column(JSONType)  # likewise
+    messages: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONType)  # likewise
     #: the last block of the call's prompt in ``prompt_blocks`` (``adapt.store.prompts``);
     #: None when prompts are not stored. The foreign key makes a block that a call is being
     #: written against impossible to delete meanwhile (0015; ``adapt.store.prompts``' GC)
@@ -231,6 +231,12 @@ class LLMCallRow(Base):
     retries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     attempt: Mapped[int] = mapped_column(Integer, default=1)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+
+    @property
+    def tool_calls(self) -> list[dict[str, Any]] | None:
+        """The tools the model called (kept in ``response``: ``adapt.store.responses``)."""
+        calls = (self.response or {}).get("tool_calls")
+        return calls if isinstance(calls, list) and calls else None
 
 
 class PromptBlock(Base):

@@ -1,7 +1,8 @@
 """Prompts stored once: content-addressed blocks, and the one function that reads a call's
 prompt back.
 
-A call's prompt (or its chat messages, encoded as one text) is a chain of blocks in
+A call's prompt (or its chat messages and the tools it offered, encoded as one text) is a chain
+of blocks in
 ``prompt_blocks``: each block holds a piece of text and the hash of the block before it, and
 is addressed by the hash of (parent, text), so the same prefix is the same chain wherever it
 occurs. A call stores only the hash of its last block (``llm_calls.prompt_ref``). Two ways a
@@ -30,6 +31,7 @@ writes one transaction at a time), and a refused writer sends its batch's blocks
 from __future__ import annotations
 
 import hashlib
+import json
 import weakref
 from collections import OrderedDict
 from collections.abc import Iterable, Sequence
@@ -56,33 +58,75 @@ def block_hash(parent: str | None, text: str) -> str:
 
 
 # -- documents: a prompt or a list of messages as one text -------------------------------------
-def encode(prompt: str | None, messages: Sequence[dict[str, str]] | None) -> str | None:
-    """One text for a call's prompt (``P`` + the prompt) or messages (``M`` + per message
-    ``role:length\\n`` + content); None when the call has neither."""
+_TOOLS = "T"
+#: the fields of a message besides role and content (chat with tools)
+_EXTRAS = ("tool_calls", "tool_call_id")
+
+
+def _message(m: dict[str, Any]) -> str:
+    """``role:length\n`` + content; a message with tool fields ``role;n:length\n`` + those
+    fields as n characters of JSON + content (documents written before tools read as ever)."""
+    extras = {k: m[k] for k in _EXTRAS if m.get(k) is not None}
+    if not extras:
+        return f"{m['role']}:{len(m['content'])}\n{m['content']}"
+    blob = json.dumps(extras, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    return f"{m['role']};{len(blob)}:{len(m['content'])}\n{blob}{m['content']}"
+
+
+def encode(prompt: str | None, messages: Sequence[dict[str, Any]] | None,
+           tools: Sequence[dict[str, Any]] | None = None) -> str | None:
+    """One text for a call's prompt (``P`` + the prompt) or messages (``M`` + each message,
+    see :func:`_message`), led by the tools it offered when it offered some (``T`` + their
+    JSON's length + ``\n`` + the JSON: the same for every call of a node, so a node's next
+    call still extends its previous document); None when the call has neither."""
+    head = ""
+    if tools:
+        blob = json.dumps(list(tools), ensure_ascii=False, separators=(",", ":"))
+        head = f"{_TOOLS}{len(blob)}\n{blob}"
     if messages:
-        return _MESSAGES + "".join(f"{m['role']}:{len(m['content'])}\n{m['content']}"
-                                   for m in messages)
+        return head + _MESSAGES + "".join(_message(m) for m in messages)
     if prompt is not None:
-        return _PROMPT + prompt
+        return head + _PROMPT + prompt
     return None
 
 
-def decode(document: str) -> tuple[str | None, list[dict[str, str]] | None]:
-    """Inverse of :func:`encode`: (prompt, messages)."""
+def stored(document: str) -> StoredPrompt:
+    """Inverse of :func:`encode`."""
+    tools = None
+    if document.startswith(_TOOLS):
+        newline = document.index("\n")
+        size = int(document[1:newline])
+        tools = json.loads(document[newline + 1:newline + 1 + size])
+        document = document[newline + 1 + size:]
     if document.startswith(_PROMPT):
-        return document[1:], None
+        return StoredPrompt(document[1:], None, tools)
     if not document.startswith(_MESSAGES):
         raise ValueError("not a stored prompt document")
-    messages: list[dict[str, str]] = []
+    messages: list[dict[str, Any]] = []
     at = 1
     while at < len(document):
         colon = document.index(":", at)
         newline = document.index("\n", colon)
         size = int(document[colon + 1:newline])
-        messages.append({"role": document[at:colon],
-                         "content": document[newline + 1:newline + 1 + size]})
-        at = newline + 1 + size
-    return None, messages
+        role, _, extra = document[at:colon].partition(";")
+        start = newline + 1
+        message: dict[str, Any] = {"role": role}
+        if extra:
+            fields = json.loads(document[start:start + int(extra)])
+            start += int(extra)
+        else:
+            fields = {}
+        message["content"] = document[start:start + size]
+        message.update(fields)
+        messages.append(message)
+        at = start + size
+    return StoredPrompt(None, messages, tools)
+
+
+def decode(document: str) -> tuple[str | None, list[dict[str, Any]] | None]:
+    """The prompt and messages of a document (:func:`stored` has its tools too)."""
+    found = stored(document)
+    return found.prompt, found.messages
 
 
 def paragraphs(document: str) -> list[str]:
@@ -164,11 +208,12 @@ class PromptWriter:
 # -- reading --------------------------------------------------------------------------------
 @dataclass(frozen=True)
 class StoredPrompt:
-    """What a call sent: a prompt (completions) or messages (chat); both None when prompts
-    were not stored (``ADAPT_STORE_PROMPTS=false``)."""
+    """What a call sent: a prompt (completions) or messages (chat), and the tools it offered;
+    all None when prompts were not stored (``ADAPT_STORE_PROMPTS=false``)."""
 
     prompt: str | None = None
-    messages: list[dict[str, str]] | None = None
+    messages: list[dict[str, Any]] | None = None
+    tools: list[dict[str, Any]] | None = None
 
 
 _CHAINS = text(
@@ -213,8 +258,7 @@ async def call_prompts(session: AsyncSession, task_id: str,
     out: dict[int, StoredPrompt] = {}
     for r in rows:
         if r.prompt_ref and r.prompt_ref in docs:
-            prompt, messages = decode(docs[r.prompt_ref])
-            out[int(r.id)] = StoredPrompt(prompt, messages)
+            out[int(r.id)] = stored(docs[r.prompt_ref])
         else:  # stored inline (rows written before blocks existed), or not stored
             out[int(r.id)] = StoredPrompt(r.prompt, r.messages)
     return out

@@ -2,7 +2,7 @@
 
 Replay needs each recorded call's whole ``ChatResponse``; its text, usage, latency, model,
 simulated flag and retries are columns of ``llm_calls`` anyway, so ``llm_calls.response`` keeps
-the rest (usually just ``finish_reason``). :func:`full_response` rebuilds the whole response;
+the rest (usually just ``finish_reason``; the tool calls of an answer that called tools). :func:`full_response` rebuilds the whole response;
 a row that holds a whole response (written before this) reads as it is.
 """
 
@@ -32,5 +32,5 @@ def full_response(extra: Mapping[str, Any], call: Mapping[str, Any]) -> dict[str
                   "estimated": call["usage_estimated"], "cached_tokens": 0},
         "latency_s": call["latency_s"], "model": call["model"],
         "simulated": call["simulated"], "finish_reason": None, "logprobs": None,
-        "retries": call["retries"], **extra,
+        "retries": call["retries"], "tool_calls": None, **extra,
     }

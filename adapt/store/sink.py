@@ -135,11 +135,13 @@ class DbSink(TreeSink):
         elif isinstance(event, LLMCallMade):
             call = event.call
             # the event names the call's row (its prompt is stored once, as blocks)
-            data = call.model_dump(mode="json", exclude={"prompt", "messages"})
+            # (its tools are stored with its prompt, its tool calls with its response)
+            data = call.model_dump(mode="json",
+                                   exclude={"prompt", "messages", "tools", "tool_calls"})
             payload = compact(event.type, {"call": data}, None)
             ref = None
             if self.store_prompts:
-                document = encode(call.prompt, call.messages)
+                document = encode(call.prompt, call.messages, call.tools)
                 if document is not None:
                     ref = self._prompts.add(call.node_id, call.role, document, b.blocks,
                                             b.chain)

@@ -226,21 +226,35 @@ def llm(call: LLMCall, response: ChatResponse | None, task: TaskInfo, *,
     return attrs
 
 
+def _parts(content: str, calls: list[dict[str, Any]] | None = None,
+           answers: str | None = None) -> list[dict[str, Any]]:
+    """A message's parts: its text, the tools it calls, or the call a tool message answers."""
+    if answers is not None:
+        return [{"type": "tool_call_response", "id": answers, "response": content}]
+    parts: list[dict[str, Any]] = [{"type": "text", "content": content}] if content or not calls \
+        else []
+    parts += [{"type": "tool_call", "id": c.get("id"), "name": c.get("name"),
+               "arguments": c.get("arguments")} for c in calls or ()]
+    return parts
+
+
 def llm_content(call: LLMCall, finish: str | None) -> Attributes:
     messages = call.messages or ([{"role": "user", "content": call.prompt}]
                                  if call.prompt is not None else [])
     out: Attributes = {
         "gen_ai.input.messages": json.dumps([
-            {"role": m.get("role", "user"), "parts": [{"type": "text",
-                                                        "content": m.get("content", "")}]}
+            {"role": m.get("role", "user"),
+             "parts": _parts(m.get("content", ""), m.get("tool_calls"), m.get("tool_call_id"))}
             for m in messages]),
         "gen_ai.output.messages": json.dumps([
-            {"role": "assistant", "parts": [{"type": "text", "content": call.completion}],
+            {"role": "assistant", "parts": _parts(call.completion, call.tool_calls),
              "finish_reason": finish or "stop"}]),
         "output.value": call.completion,
         "llm.output_messages.0.message.role": "assistant",
         "llm.output_messages.0.message.content": call.completion,
     }
+    if call.tools:
+        out["gen_ai.tool.definitions"] = json.dumps(call.tools)
     if call.prompt is not None:
         out["input.value"] = call.prompt
     for i, m in enumerate(messages):
@@ -249,16 +263,26 @@ def llm_content(call: LLMCall, finish: str | None) -> Attributes:
     return out
 
 
+def called_tool(step: Step) -> dict[str, Any] | None:
+    """The tool call a step stands for (the tools executor's ``extra["tool"]``), if any."""
+    called = (step.extra or {}).get("tool")
+    return called if isinstance(called, dict) and isinstance(called.get("name"), str) else None
+
+
 def tool(step: Step, task: TaskInfo, *, content: bool) -> Attributes:
-    """An environment action: ``execute_tool {environment}``."""
+    """An environment action, ``execute_tool {environment}``, or a call of one of its tools
+    (the tools executor), ``execute_tool {tool}``."""
+    called = called_tool(step)
+    name = called["name"] if called is not None else task.environment
     attrs = _clean({
         "gen_ai.operation.name": "execute_tool",
-        "gen_ai.tool.name": task.environment,
-        "gen_ai.tool.type": "extension",
-        "gen_ai.tool.call.id": f"{step.node_id}.{step.index}",
+        "gen_ai.tool.name": name,
+        "gen_ai.tool.type": "function" if called is not None else "extension",
+        "gen_ai.tool.call.id": (str(called.get("id")) if called is not None and called.get("id")
+                                else f"{step.node_id}.{step.index}"),
         "gen_ai.conversation.id": task.task_id,
         "openinference.span.kind": TOOL,
-        "tool.name": task.environment,
+        "tool.name": name,
         "adapt.node.id": step.node_id,
         "adapt.step.index": step.index,
         "adapt.step.reward": step.reward,
@@ -266,7 +290,12 @@ def tool(step: Step, task: TaskInfo, *, content: bool) -> Attributes:
         "adapt.step.error": step.error,
     })
     if content:
-        attrs.update({"gen_ai.tool.call.arguments": step.text,
+        arguments = step.text if called is None else (
+            called.get("arguments") if isinstance(called.get("arguments"), str)
+            else json.dumps(called.get("arguments")))
+        attrs.update({"gen_ai.tool.call.arguments": arguments,
                       "gen_ai.tool.call.result": step.observation,
-                      "input.value": step.text, "output.value": step.observation})
+                      "input.value": arguments, "output.value": step.observation})
+        if called is not None:
+            attrs["adapt.step.action"] = step.text
     return attrs

@@ -5,7 +5,8 @@ One trace per task. Its spans mirror the decomposition tree::
     invoke_workflow {strategy}                    the task
       invoke_agent {executor kind}                the root node (its executor run, plan, children)
         text_completion {model} / chat {model}    an executor LLM call
-        execute_tool {environment}                an environment action
+        execute_tool {environment}                an environment action (a text executor's)
+        execute_tool {tool}                       a tool call (the tools executor's)
         plan {executor kind}                      the planner's decomposition
           text_completion {model}                 the planner's LLM call
         invoke_agent {executor kind}              a child node, and so on down
@@ -120,9 +121,11 @@ class TraceBuilder:
             step = event.step
             start = self.node_seen.get(step.node_id, at_ns)
             self.node_seen[step.node_id] = at_ns
-            if step.kind == "action":
+            called = semconv.called_tool(step)
+            if step.kind == "action" or called is not None:
                 out.extend(self._emit(SpanRecord(
-                    name=f"execute_tool {self.task.environment}", trace_id=self.trace_id,
+                    name=f"execute_tool {called['name'] if called else self.task.environment}",
+                    trace_id=self.trace_id,
                     span_id=span_id(self.task.task_id, f"step:{step.node_id}:{step.index}"),
                     parent_id=self.node_span(step.node_id), start_ns=min(start, at_ns),
                     end_ns=at_ns, attributes={

@@ -154,5 +154,6 @@ async def get_node(
     return NodeDetail.model_validate(view.node).model_copy(update=dict(
         children=view.children, steps=[StepPublic.model_validate(s) for s in view.steps],
         llm_calls=[LLMCallPublic.model_validate(c).model_copy(update={
-            "prompt": prompts[c.id].prompt, "messages": prompts[c.id].messages})
+            "prompt": prompts[c.id].prompt, "messages": prompts[c.id].messages,
+            "tools": prompts[c.id].tools})
             for c in view.calls]))

@@ -29,8 +29,8 @@ class StepEventPublic(_Event):
 
 class CallEventPublic(_Event):
     type: Literal["llm_call"]
-    data: CallData = Field(description="The call; its prompt and messages are null (see the "
-                           "node detail).")
+    data: CallData = Field(description="The call; its prompt, messages and tools are null "
+                           "(see the node detail).")
 
 
 class FinishedEventPublic(_Event):

@@ -31,6 +31,7 @@ from adapt.engine.config import (
     Cascade,
     CascadeOrder,
     PassOutput,
+    PlanOutput,
     Profile,
     ReactFormat,
     SelfAssessment,
@@ -92,6 +93,7 @@ class PlannerConfig(BaseModel):
     max_tokens: int = engine(Planner, "max_tokens")
     stop: list[StopSequence] = engine(Planner, "stop")
     propagate_context: bool = engine(Planner, "propagate_context")
+    output: PlanOutput = engine(Planner, "output")
 
 
 class MonitorConfig(BaseModel):

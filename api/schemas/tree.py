@@ -81,8 +81,14 @@ class LLMCallPublic(BaseModel):
     simulated: bool
     prompt: str | None = Field(description="Null when the server does not store prompts.")
     messages: list[dict[str, Any]] | None
+    tools: list[dict[str, Any]] | None = Field(
+        default=None, description="The tools the call offered (OpenAI `tools` entries; the "
+        "tools executor); null: none, or prompts are not stored.")
     stop: list[str]
     completion: str
+    tool_calls: list[dict[str, Any]] | None = Field(
+        default=None, description="The tools the model called: `id`, `name` and `arguments` "
+        "(JSON text, as the model wrote it); null: none.")
     prompt_tokens: int
     completion_tokens: int
     usage_estimated: bool

@@ -92,7 +92,8 @@ def test_a_well_behaved_environment_passes_every_check() -> None:
     assert report.passed == list(CHECKS)
     assert report.configs == [{"seed": 1}, {"seed": 2, "start": 5}]
     assert report.environment == "Counter ('counter')"
-    assert "12 checks passed" in str(report)
+    assert "13 checks passed" in str(report)
+    assert report.tools == []  # it declares none: the tools check passes
 
 
 def test_explicit_configs_are_used() -> None:
@@ -326,6 +327,18 @@ class PromptNeverKeyError(Counter):
         return self.prompts.get(kind, EXECUTOR)
 
 
+class ToolOfAnotherName(Counter):
+    """Declares a tool with a name chat APIs refuse."""
+
+    def tools(self) -> list[Any]:
+        from adapt.envs.tools import ToolSpec
+
+        return [ToolSpec("count up", "Count one up.")]
+
+    def tool_action(self, name: str, arguments: Any) -> str:
+        return "up"
+
+
 class CloseOnce(Counter):
     def __init__(self) -> None:
         super().__init__()
@@ -369,6 +382,7 @@ BROKEN: list[tuple[Callable[[], Any], str, str]] = [
     (PromptWithoutTask, "prompt_templates", "never uses $task"),
     (PromptNotStr, "prompt_templates", "returned b'$task'"),
     (PromptNeverKeyError, "prompt_templates", "must raise KeyError"),
+    (ToolOfAnotherName, "tools", "tool name 'count up' must match"),
     (CloseOnce, "close", "second close()"),
 ]
 

@@ -316,9 +316,11 @@ def test_0011_indexes_node_events_and_the_downgrade_writes_compact_payloads_whol
                         "created_at) VALUES ('new', :s, :type, :p, :s, :n, :now)"),
                         {"s": seq, "type": type_, "p": json.dumps(payload), "n": node_id,
                          "now": "2026-01-01"})
-            # (a call row read back carries request_model, a column since 0012: none here)
+            # (a call row read back carries request_model, a column since 0012: none here;
+            # and the tool calls of its response: none)
             assert read(url, "new") == [
-                (t, {"call": {**call, "request_model": None}} if t == "llm_call" else p)
+                (t, {"call": {**call, "request_model": None, "tools": None, "tool_calls": None}}
+                 if t == "llm_call" else p)
                 for t, p in whole]
             command.downgrade(cfg, "0010")
             with engine.connect() as conn:

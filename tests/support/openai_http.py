@@ -18,7 +18,10 @@ def chat_body(
     usage: tuple[int, int] | None = (11, 3),
     finish_reason: str = "stop",
     model: str = "test-model",
+    tool_calls: list[dict[str, Any]] | None = None,
 ) -> dict[str, Any]:
+    """A chat answer; ``tool_calls``: OpenAI's entries (``{"id", "type": "function",
+    "function": {"name", "arguments"}}``), answered as the model's tool calls."""
     body: dict[str, Any] = {
         "id": "chatcmpl-1",
         "object": "chat.completion",
@@ -27,7 +30,8 @@ def chat_body(
         "choices": [
             {
                 "index": 0,
-                "message": {"role": "assistant", "content": content},
+                "message": {"role": "assistant", "content": content,
+                            **({"tool_calls": tool_calls} if tool_calls is not None else {})},
                 "finish_reason": finish_reason,
             }
         ],

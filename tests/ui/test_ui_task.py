@@ -145,3 +145,30 @@ def test_the_panel_of_a_running_node_keeps_what_the_reader_opened(page: Any, ser
     assert panel.locator(".call").first.locator("pre.prompt").is_visible()
     assert page.evaluate("document.getElementById('node-panel').scrollTop") == scrolled
     assert not page.js_errors
+
+
+def test_the_node_panel_shows_tool_calls(page: Any, server: Server, sim: SimServer) -> None:
+    """A task of the tools executor (the simulated model over HTTP answers tool calls): each
+    step names its tool and shows the call, each LLM call the tools it offered and the calls
+    it got."""
+    body = slow_task(sim)
+    body.update(environment_config={"goal": "craft oak planks"}, d_max=1)
+    body["executor"]["kind"] = "tools"
+    task = server.submit(body)
+    wait_for(lambda: server.get(f"/tasks/{task['id']}")["finished"], 60, "the task to finish")
+    assert server.get(f"/tasks/{task['id']}")["status"] == "succeeded"
+    page.goto(f"{server.url}/ui/tasks/{task['id']}?node=1")
+    page.wait_for_selector("#node-panel[data-node-id='1'] .step")
+    panel = page.locator("#node-panel")
+    steps = panel.locator(".step")
+    assert steps.count() == 2
+    assert steps.nth(0).locator(".badge").inner_text() == "tool get"
+    assert steps.nth(0).locator("pre.tool-call").inner_text() == (
+        'get({"item":"oak logs","count":1})')
+    assert steps.nth(0).locator("pre.step-text").inner_text() == "get 1 oak logs"
+    assert steps.nth(1).locator(".badge", has_text="tool craft").count() == 1
+    call = panel.locator(".call").first
+    assert call.locator("pre.tool-calls").inner_text().startswith('get({"item": "oak logs"')
+    call.locator("details summary", has_text="tools (5)").click()
+    assert '"task_completed"' in call.locator("details pre").nth(1).inner_text()
+    assert not page.js_errors

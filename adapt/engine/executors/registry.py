@@ -2,7 +2,7 @@
 
 Every executor runs one (sub-)task in the environment and reports an ``ExecutionResult``; the
 strategies (ADaPT and the baselines) do not care which design it is. Built-ins: ``react``,
-``stateact``, ``stateflow`` and ``spec``. A package adds one with an entry point::
+``stateact``, ``stateflow``, ``spec`` and ``tools``. A package adds one with an entry point::
 
     [project.entry-points."adapt.executors"]
     mine = "my_package.executor:MyExecutor"
@@ -33,6 +33,7 @@ BUILTINS: dict[str, str] = {
     "stateact": "adapt.engine.executors.stateact:StateActExecutor",
     "stateflow": "adapt.engine.executors.stateflow.executor:StateFlowExecutor",
     "spec": "adapt.engine.executors.spec_agent.executor:SpecExecutor",
+    "tools": "adapt.engine.executors.tools:ToolsExecutor",
 }
 
 ExecutorFactory = Callable[..., "Executor"]

@@ -38,8 +38,10 @@ from adapt.envs.alfworld.commands import (
 from adapt.envs.alfworld.config import ALFWorldConfig
 from adapt.envs.alfworld.game import Game, task_sentence
 from adapt.envs.alfworld.games import resolve
+from adapt.envs.alfworld.tools import TOOLS
 from adapt.envs.alfworld.verify import check_go, check_take, game_kinds
 from adapt.envs.base import BaseEnvironment, StepResult, package_text, prompt_set_text
+from adapt.envs.tools import ToolActions
 from adapt.envs.verdicts import UNKNOWN, Verification, same_goal
 from adapt.errors import InvalidConfig, UserError
 
@@ -57,8 +59,9 @@ NOTHING_HAPPENS = "Nothing happens."
 WELCOME = "-= Welcome to TextWorld, ALFRED! =-"
 
 
-class ALFWorld(BaseEnvironment):
-    """ALFWorld (Shridhar et al., 2021) on the real ALFWorld engine, offline."""
+class ALFWorld(ToolActions, BaseEnvironment):
+    """ALFWorld (Shridhar et al., 2021) on the real ALFWorld engine, offline; its commands are
+    also tools (``adapt.envs.alfworld.tools``)."""
 
     name: ClassVar[str] = "alfworld"
     description: ClassVar[str] = (
@@ -80,6 +83,7 @@ class ALFWorld(BaseEnvironment):
         "examine <object or receptacle> / look / inventory"
     )
     prompt_package: ClassVar[str | None] = "adapt.envs.alfworld"
+    action_tools = TOOLS
     #: the kinds each prompt set (config ``prompts``) has under ``prompts/<set>/``
     prompt_sets: ClassVar[dict[str, frozenset[str]]] = {
         "paper": frozenset({"executor", "planner", "stateact"})}

@@ -30,6 +30,8 @@ from adapt.envs.base import BaseEnvironment, StepResult
 from adapt.envs.calculator.arithmetic import CalculationError, evaluate, format_number, normalize
 from adapt.envs.calculator.config import CalculatorConfig
 from adapt.envs.calculator.problems import PROBLEMS, Problem
+from adapt.envs.calculator.tools import TOOLS
+from adapt.envs.tools import ToolActions
 from adapt.envs.verdicts import UNKNOWN, Verification, same_goal
 from adapt.errors import UserError
 
@@ -51,7 +53,7 @@ def parse_answer(text: str) -> float | None:
     return float(match.group(0)) if match else None
 
 
-class Calculator(BaseEnvironment):
+class Calculator(ToolActions, BaseEnvironment):
     """Arithmetic word problems with a calculator tool (for tool-using agents such as PASS)."""
 
     name: ClassVar[str] = "calculator"
@@ -67,6 +69,8 @@ class Calculator(BaseEnvironment):
         "answer <number>  (submit the final answer, e.g. answer 31)"
     )
     prompt_package: ClassVar[str | None] = "adapt.envs.calculator"
+    #: the same two actions as tools (``adapt.envs.calculator.tools``)
+    action_tools = TOOLS
     #: the action that submits a final answer (see docs/agent-library.md)
     answer_action: ClassVar[str | None] = "answer"
     #: calculator calls do not depend on each other: a batch may run at once

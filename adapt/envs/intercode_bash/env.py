@@ -46,6 +46,8 @@ from adapt.envs.intercode_bash.sandbox import (
     require_tools,
 )
 from adapt.envs.intercode_bash.settings import BashSettings
+from adapt.envs.intercode_bash.tools import TOOLS
+from adapt.envs.tools import ToolActions
 from adapt.errors import UserError
 
 logger = logging.getLogger(__name__)
@@ -92,7 +94,7 @@ def format_output(result: CommandResult, limit: int = MAX_OBSERVATION_CHARS) -> 
     return "\n".join(parts)
 
 
-class InterCodeBash(BaseEnvironment):
+class InterCodeBash(ToolActions, BaseEnvironment):
     """InterCode-Bash (Yang et al., 2023): NL2Bash requests run in a namespace sandbox."""
 
     name: ClassVar[str] = "intercode_bash"
@@ -109,6 +111,8 @@ class InterCodeBash(BaseEnvironment):
         "submit  (end the task: what the commands changed and the last output are scored)"
     )
     prompt_package: ClassVar[str | None] = "adapt.envs.intercode_bash"
+    #: ``execute`` and ``submit`` as tools (``adapt.envs.intercode_bash.tools``)
+    action_tools = TOOLS
     #: what StateAct tracks besides the goal
     state_fields: ClassVar[tuple[str, ...]] = ("working directory",)
     #: the environment's own settings (``ADAPT_BASH_*``)

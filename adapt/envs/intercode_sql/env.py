@@ -49,6 +49,8 @@ from adapt.envs.intercode_sql.config import InterCodeSQLConfig
 from adapt.envs.intercode_sql.loader import Connection, connect, pymysql_module
 from adapt.envs.intercode_sql.reward import reward as intercode_reward
 from adapt.envs.intercode_sql.settings import SQLSettings
+from adapt.envs.intercode_sql.tools import TOOLS
+from adapt.envs.tools import ToolActions
 from adapt.envs.verdicts import UNKNOWN, Verification, reward_verification, same_goal
 from adapt.errors import InvalidConfig, UserError
 
@@ -132,7 +134,7 @@ def intercode_observation(observation: str | list[tuple[object, ...]] | None) ->
     return str(observation)
 
 
-class InterCodeSQL(BaseEnvironment):
+class InterCodeSQL(ToolActions, BaseEnvironment):
     """InterCode-SQL (Yang et al., 2023) on MariaDB: Spider questions answered by SQL queries."""
 
     name: ClassVar[str] = "intercode_sql"
@@ -149,6 +151,8 @@ class InterCodeSQL(BaseEnvironment):
         "submit  (end the task: the result of your last query is the answer)"
     )
     prompt_package: ClassVar[str | None] = "adapt.envs.intercode_sql"
+    #: ``execute`` and ``submit`` as tools (``adapt.envs.intercode_sql.tools``)
+    action_tools = TOOLS
     #: what StateAct tracks besides the goal
     state_fields: ClassVar[tuple[str, ...]] = ("tables inspected",)
     #: reward 1 means the goal holds (trials count it, not the executor's claim)

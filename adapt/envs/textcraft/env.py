@@ -37,7 +37,9 @@ from adapt.envs.textcraft.config import TextCraftConfig
 from adapt.envs.textcraft.game import Game, explicit_game, game_for_goal, game_for_seed
 from adapt.envs.textcraft.grammar import action_grammar, plan_grammar
 from adapt.envs.textcraft.recipes import Recipe, canonical, display
+from adapt.envs.textcraft.tools import TOOLS
 from adapt.envs.textcraft.verify import verify_goal
+from adapt.envs.tools import ToolActions
 from adapt.envs.verdicts import Verification
 from adapt.errors import InvalidConfig, UserError
 
@@ -50,8 +52,9 @@ _FAILURE_PREFIXES = ("Could not find", "Could not execute", "Wrong item format:"
 EMPTY_INVENTORY = "Inventory: You are not carrying anything."
 
 
-class TextCraft(BaseEnvironment):
-    """TextCraft (ADaPT paper, section 4.1) on real Minecraft 1.16.5 recipes."""
+class TextCraft(ToolActions, BaseEnvironment):
+    """TextCraft (ADaPT paper, section 4.1) on real Minecraft 1.16.5 recipes; its actions are
+    also tools (``get``, ``craft``, ``inventory``: ``adapt.envs.textcraft.tools``)."""
 
     name: ClassVar[str] = "textcraft"
     description: ClassVar[str] = (
@@ -68,6 +71,7 @@ class TextCraft(BaseEnvironment):
         "inventory  (list what you carry)"
     )
     prompt_package: ClassVar[str | None] = "adapt.envs.textcraft"
+    action_tools = TOOLS
     #: the kinds each prompt set (config ``prompts``) has under ``prompts/<set>/``; the other
     #: kinds keep the default template
     prompt_sets: ClassVar[dict[str, frozenset[str]]] = {

@@ -1,5 +1,5 @@
-"""Which endpoint a model calls and how: its base URL, the API key sent to it, and how it takes
-a grammar (guided decoding).
+"""Which endpoint a model calls and how: its base URL, the API key sent to it, and the fields
+its server reads a grammar or a JSON schema from (constrained decoding, structured output).
 
 ``OPENAI_BASE_URL`` is the endpoint when none is given (else the OpenAI API), and
 ``OPENAI_API_KEY`` belongs to that endpoint alone: it is never sent to another base URL. A
@@ -9,6 +9,7 @@ loopback server (vLLM, Ollama, llama.cpp, the simulator) may run without a key.
 from __future__ import annotations
 
 import os
+from typing import Any
 from urllib.parse import urlsplit
 
 from adapt.errors import ModelSpecError, ProviderError
@@ -17,12 +18,39 @@ from adapt.llm.guard import is_loopback
 DEFAULT_BASE_URL = "https://api.openai.com/v1"
 LOCAL_API_KEY = "sk-local-no-key-required"  # sent to loopback servers when no key is set
 
-#: how an OpenAI-compatible endpoint takes a request's GBNF grammar (``ChatRequest.grammar``):
-#: llama.cpp's server reads ``grammar`` in the request body (its README, /completion and the
-#: OpenAI-compatible endpoints); vLLM reads ``guided_grammar`` (its "extra parameters",
-#: structured outputs; the xgrammar backend accepts GBNF). ``None``: the endpoint is not known
-#: to support guided decoding and the grammar is not sent.
-GUIDED_DECODING_FIELDS: dict[str, str] = {"llama.cpp": "grammar", "vllm": "guided_grammar"}
+#: the server kinds adapt knows, and where each reads a request's GBNF grammar
+#: (``ChatRequest.grammar``) and JSON schema (``ChatRequest.json_schema``):
+#:
+#: - ``vllm``: ``structured_outputs: {"grammar": ...}`` / ``{"json": ...}`` (vLLM's structured
+#:   outputs; the ``guided_grammar`` / ``guided_json`` fields were removed in vLLM 0.12, and a
+#:   server that does not know a field ignores it);
+#: - ``llama.cpp``: ``grammar`` / ``json_schema`` in the body (llama.cpp's server, on its
+#:   OpenAI-compatible endpoints too; it refuses a request with both);
+#: - ``openai``: no grammar; ``response_format: {"type": "json_schema", ...}``.
+#:
+#: A server of unknown kind (``None``) gets neither: the decoding monitor corrects the output,
+#: and a JSON answer is parsed if it comes (the planner falls back to its text format).
+SERVER_KINDS: tuple[str, ...] = ("openai", "vllm", "llama.cpp")
+
+
+def structured_fields(server_kind: str | None, *, grammar: str | None,
+                      json_schema: dict[str, Any] | None) -> dict[str, Any]:
+    """The request body fields that carry ``grammar`` or ``json_schema`` to a server of
+    ``server_kind`` (the schema wins when a request has both: llama.cpp refuses both, and a
+    schema says more about the answer); ``{}`` when the server takes neither."""
+    if server_kind == "vllm":
+        if json_schema is not None:
+            return {"structured_outputs": {"json": json_schema}}
+        return {"structured_outputs": {"grammar": grammar}} if grammar is not None else {}
+    if server_kind == "llama.cpp":
+        if json_schema is not None:
+            return {"json_schema": json_schema}
+        return {"grammar": grammar} if grammar is not None else {}
+    if server_kind == "openai" and json_schema is not None:
+        return {"response_format": {"type": "json_schema", "json_schema": {
+            "name": str(json_schema.get("title") or "answer"), "schema": json_schema,
+            "strict": True}}}
+    return {}
 
 
 def validate_base_url(base_url: str) -> str:
@@ -70,11 +98,13 @@ def endpoint_key(base_url: str, api_key: str | None, model: str) -> str:
     return key
 
 
-def check_guided_decoding(guided_decoding: str | None) -> str | None:
-    """``guided_decoding`` if it names a server in :data:`GUIDED_DECODING_FIELDS` (or is None);
-    else :class:`ModelSpecError`."""
-    if guided_decoding is not None and guided_decoding not in GUIDED_DECODING_FIELDS:
+def check_server_kind(server_kind: str | None, base_url: str | None = None) -> str | None:
+    """``server_kind`` if it is one of :data:`SERVER_KINDS` (else :class:`ModelSpecError`);
+    unset, ``openai`` for the OpenAI API's base URL and None for any other."""
+    if server_kind is None:
+        return "openai" if base_url == DEFAULT_BASE_URL else None
+    if server_kind not in SERVER_KINDS:
         raise ModelSpecError(
-            f"guided_decoding must be one of {sorted(GUIDED_DECODING_FIELDS)} (the server "
-            f"that takes grammars), not {guided_decoding!r}")
-    return guided_decoding
+            f"server_kind must be one of {', '.join(SERVER_KINDS)} (where the server reads "
+            f"grammars and JSON schemas), not {server_kind!r}")
+    return server_kind

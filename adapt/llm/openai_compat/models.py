@@ -21,18 +21,19 @@ import openai
 import orjson
 from openai import AsyncOpenAI
 
-from adapt.errors import ModelSpecError, ProviderError
-from adapt.llm.base import ChatRequest, ChatResponse, Usage
+from adapt.errors import ModelSpecError, ProviderError, UserError
+from adapt.llm.base import ChatRequest, ChatResponse, ToolCall, Usage
 from adapt.llm.gbnf import validate_gbnf
 from adapt.llm.guard import check_endpoint
 from adapt.llm.openai_compat.endpoint import (
-    GUIDED_DECODING_FIELDS,
-    check_guided_decoding,
+    check_server_kind,
     endpoint_key,
     endpoint_url,
+    structured_fields,
 )
 from adapt.llm.openai_compat.errors import provider_error
 from adapt.llm.openai_compat.pool import ClientPool, default_pool
+from adapt.llm.openai_compat.wire import WireError, message_wire, read_tool_calls
 from adapt.llm.transport import HTTPClient
 
 logger = logging.getLogger(__name__)
@@ -53,6 +54,7 @@ class _Reply(NamedTuple):
     usage: Usage | None  # None: the server reported none
     model: str
     finish_reason: str | None
+    tool_calls: list[ToolCall] | None = None
 
 
 class _OpenAIBase:
@@ -74,6 +76,7 @@ class _OpenAIBase:
         http_client: HTTPClient | None = None,
         name: str | None = None,
         endpoint: str | None = None,
+        server_kind: str | None = None,
         guided_decoding: str | None = None,
     ) -> None:
         if not model:
@@ -89,7 +92,9 @@ class _OpenAIBase:
         self.allow_remote = allow_remote
         check_endpoint(self.base_url, allow_remote=allow_remote, model=model)
         self._api_key = endpoint_key(self.base_url, api_key, model)
-        self.guided_decoding = check_guided_decoding(guided_decoding)
+        #: what the server is (``adapt.llm.openai_compat.endpoint.SERVER_KINDS``): where it
+        #: reads grammars and JSON schemas; ``guided_decoding`` is its older name
+        self.server_kind = check_server_kind(server_kind or guided_decoding, self.base_url)
         self._pool = ClientPool(http_client=http_client) if http_client is not None else pool
 
     def __repr__(self) -> str:
@@ -120,10 +125,16 @@ class _OpenAIBase:
         # NUL and lone surrogates cannot be stored (PostgreSQL): replaced before anyone sees
         # them, so a resumed run replays exactly what the engine saw
         text, usage = _UNSTORABLE.sub("\ufffd", reply.text), reply.usage
+        calls = None if reply.tool_calls is None else [
+            c.model_copy(update={"name": _UNSTORABLE.sub("\ufffd", c.name),
+                                 "arguments": _UNSTORABLE.sub("\ufffd", c.arguments)})
+            for c in reply.tool_calls]
         if usage is None:
+            written = text + "".join(c.name + c.arguments for c in calls or ())
+            offered = orjson.dumps(request.tools).decode() if request.tools else ""
             usage = Usage(
-                prompt_tokens=estimate_tokens(request.as_prompt()),
-                completion_tokens=estimate_tokens(text),
+                prompt_tokens=estimate_tokens(request.as_prompt() + offered),
+                completion_tokens=estimate_tokens(written),
                 estimated=True,
             )
         logger.debug(
@@ -142,6 +153,7 @@ class _OpenAIBase:
             model=reply.model or self.model,
             simulated=self.simulated,
             finish_reason=reply.finish_reason,
+            tool_calls=calls,
         )
 
     def _provider_error(self, exc: openai.APIError) -> ProviderError:
@@ -160,9 +172,13 @@ class _OpenAIBase:
             params["stop"] = list(request.stop)
         if request.seed is not None:
             params["seed"] = request.seed
-        if request.grammar is not None and self.guided_decoding is not None:
-            params["extra_body"] = {
-                GUIDED_DECODING_FIELDS[self.guided_decoding]: validate_gbnf(request.grammar)}
+        grammar = request.grammar
+        if grammar is not None and self.server_kind in ("vllm", "llama.cpp"):
+            validate_gbnf(grammar)  # a malformed grammar never leaves the process
+        extra = structured_fields(self.server_kind, grammar=grammar,
+                                  json_schema=request.json_schema)
+        if extra:
+            params["extra_body"] = extra
         return params
 
 
@@ -214,8 +230,11 @@ class OpenAIChatModel(_OpenAIBase):
 
     async def _send(self, client: AsyncOpenAI, request: ChatRequest) -> _Reply:
         params = self._common_params(request)
-        params["messages"] = [{"role": m.role, "content": m.content}
-                              for m in request.as_messages()]
+        params["messages"] = [message_wire(m) for m in request.as_messages()]
+        if request.tools:
+            params["tools"] = request.tools
+        if request.tool_choice is not None:
+            params["tool_choice"] = request.tool_choice
         data = await self._post(client, "/chat/completions", params)
         choices = data.get("choices")
         if not choices:
@@ -223,9 +242,14 @@ class OpenAIChatModel(_OpenAIBase):
                 f"chat call to {self.base_url} (model {self.model!r}) returned no choices"
             )
         choice = choices[0]
-        text = (choice.get("message") or {}).get("content") or ""
-        return _Reply(text, self._reply_usage(data), data.get("model") or "",
-                      choice.get("finish_reason"))
+        message = choice.get("message") or {}
+        try:
+            calls = read_tool_calls(message.get("tool_calls"), "message.tool_calls")
+        except WireError as exc:
+            raise ProviderError(f"chat call to endpoint {self.endpoint} (model {self.model!r}) "
+                                f"answered with malformed tool calls ({exc})") from None
+        return _Reply(message.get("content") or "", self._reply_usage(data),
+                      data.get("model") or "", choice.get("finish_reason"), calls)
 
 
 class OpenAICompletionModel(_OpenAIBase):
@@ -234,6 +258,10 @@ class OpenAICompletionModel(_OpenAIBase):
     kind = "completions"
 
     async def _send(self, client: AsyncOpenAI, request: ChatRequest) -> _Reply:
+        if request.tools:
+            raise UserError(
+                f"{self.name} is a completions model (openai-completions:), which cannot call "
+                "tools; the tools executor needs a chat model (openai:<model>) or a local: one")
         params = self._common_params(request)
         params["prompt"] = request.as_prompt()
         data = await self._post(client, "/completions", params)

@@ -36,6 +36,12 @@ function verdictText(node) {
   return null;
 }
 
+// a tool call (the tools executor's): `name(arguments)`, the arguments as the model wrote them
+function callText(call) {
+  const args = typeof call.arguments === "string" ? call.arguments : JSON.stringify(call.arguments);
+  return `${call.name}(${args ?? ""})`;
+}
+
 function renderSteps(steps, kept) {
   if (!steps.length) return el("p", { class: "muted", text: "No executor steps." });
   const list = el("ol", { class: "steps" });
@@ -52,7 +58,9 @@ function renderSteps(steps, kept) {
       el("span", { class: "muted", text: `#${step.index}` }),
       step.reward ? el("span", { class: "reward", text: `reward ${fmtReward(step.reward)}` }) : null,
       step.done ? el("span", { class: "badge", text: "done" }) : null,
-      step.error ? el("span", { class: "status status-failed", text: "error" }) : null));
+      step.error ? el("span", { class: "status status-failed", text: "error" }) : null,
+      step.extra?.tool ? el("span", { class: "badge", text: `tool ${step.extra.tool.name}` }) : null));
+    if (step.extra?.tool) item.append(pre(callText(step.extra.tool), "tool-call"));
     item.append(pre(step.text || step.raw, "step-text"));
     if (step.kind === "action" || step.observation) {
       item.append(el("div", { class: "observation-label muted", text: "observation" }),
@@ -102,11 +110,21 @@ function renderCall(call, kept) {
       `${call.prompt_tokens}+${call.completion_tokens} tok${call.usage_estimated ? " (est.)" : ""} · ` +
       `${fmtSeconds(call.latency_s)} · ${fmtCost(call.cost_usd)}` }),
     corrections ? el("span", { class: "badge warn", text: `monitor: ${corrections} correction(s)` }) : null));
+  const message = (m) => [`[${m.role}${m.tool_call_id ? ` ${m.tool_call_id}` : ""}]`, m.content,
+    ...(m.tool_calls || []).map(callText)].filter(Boolean).join("\n");
   const prompt = call.messages?.length
-    ? call.messages.map((m) => `[${m.role}]\n${m.content}`).join("\n\n")
+    ? call.messages.map(message).join("\n\n")
     : (call.prompt ?? "(prompt not stored)");
   box.append(details(`prompt (${prompt.length} chars)`, pre(prompt, "prompt"), `prompt-${call.id}`));
+  if (call.tools?.length) {
+    box.append(details(`tools (${call.tools.length})`, pre(JSON.stringify(call.tools, null, 2)),
+      `tools-${call.id}`));
+  }
   box.append(el("div", { class: "muted label", text: "completion" }), pre(call.completion, "completion"));
+  if (call.tool_calls?.length) {
+    box.append(el("div", { class: "muted label", text: "tool calls" }),
+      pre(call.tool_calls.map((c) => `${callText(c)}  [${c.id}]`).join("\n"), "tool-calls"));
+  }
   if (monitor) box.append(details("decoding monitor", pre(JSON.stringify(monitor, null, 2)), `monitor-${call.id}`));
   return box;
 }

@@ -44,6 +44,8 @@ def test_conformance_kit_passes() -> None:
     walkthrough = generate(0).walkthrough
     report = check_environment(ALFWorld, actions=[*walkthrough[:-1], "look", "inventory"])
     assert report.passed[-1] == "close" and len(report.configs) == 2
+    assert report.tools == sorted(["go_to", "open", "close", "take", "put", "clean", "heat",
+                                   "cool", "use", "examine", "look", "inventory"])
 
 
 @pytest.mark.parametrize("task_type", TYPES)

@@ -55,6 +55,7 @@ def test_conformance_kit(bash_data: Any, bash_cache: Any, bash_layers: Any) -> N
                                actions=["execute[cd /testbed]", "execute[ls]",
                                         "execute[touch new.txt]", "submit"])
     assert "prompt_templates" in report.passed
+    assert "tools" in report.passed and report.tools == ["execute", "submit"]
 
 
 async def test_stateflow_machine_solve_error_verify(bash_env: InterCodeBash) -> None:

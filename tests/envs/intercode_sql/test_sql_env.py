@@ -229,6 +229,7 @@ def test_conformance(server: Server, data_dir: Path) -> None:
         actions=["execute[SHOW TABLES]", "think: look", f"execute[{POKER['gold']}]", "submit"],
     )
     assert report.passed[-1] == "close"
+    assert report.tools == ["execute", "submit"]
 
 
 def test_prompts() -> None:
