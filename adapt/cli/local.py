@@ -60,7 +60,8 @@ def _effective_d_max(env: str, config: RunConfig) -> int:
 
 
 def _cascade_models(settings: Settings, specs: list[str], model: str | None,
-                    planner_model: str | None) -> tuple[Models, list[ChatModel]]:
+                    planner_model: str | None,
+                    environment: str) -> tuple[Models, list[ChatModel]]:
     """``--cascade A,B``: the models (executor A; planner ``--planner-model``, else
     ``--model``, else A) and the executor models in order, each spec loaded once."""
     from adapt.cli.standalone import Models
@@ -74,6 +75,7 @@ def _cascade_models(settings: Settings, specs: list[str], model: str | None,
 
     def build(spec: str) -> ChatModel:
         if spec not in built:
+            factory.check(spec, environment)
             built[spec] = factory.build(spec)
         return built[spec]
 
@@ -149,9 +151,9 @@ def run(
         executors: list[ChatModel] | None = None
         if chain is None:
             models = load_models(settings, model=model, executor_model=executor_model,
-                                 planner_model=planner_model)
+                                 planner_model=planner_model, environment=env)
         else:
-            models, executors = _cascade_models(settings, chain, model, planner_model)
+            models, executors = _cascade_models(settings, chain, model, planner_model, env)
     except ValidationError as exc:
         fail(validation_message(exc))
     except UserError as exc:

@@ -40,7 +40,10 @@ def load_models(
     model: str | None = None,
     executor_model: str | None = None,
     planner_model: str | None = None,
+    environment: str | None = None,
 ) -> Models:
+    """The models to run; given the ``environment``, a simulator that cannot play it is
+    refused (``ModelSpecError``)."""
     from adapt.service.model_factory import ModelFactory
 
     factory = ModelFactory(settings, operator=True)  # the operator's CLI: loopback allowed
@@ -54,6 +57,7 @@ def load_models(
         notice = None
 
     def load(spec: str) -> ChatModel:
+        factory.check(spec, environment)
         return factory.build(spec)
 
     executor = load(ex_spec)

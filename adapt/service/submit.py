@@ -77,13 +77,17 @@ def request_hash(body: Any) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def check_model(field: str, spec: str, settings: Settings) -> ModelChoice:
+def check_model(field: str, spec: str, settings: Settings,
+                environment: str | None = None, *, default: bool = False) -> ModelChoice:
     """Apply every rule the worker's model factory will (endpoint allow-list, guard,
-    ``local:`` roots), naming ``field`` when one fails."""
+    ``local:`` roots, a simulator that can play ``environment``), naming ``field`` when one
+    fails (``default``: the request named no model, the server's default was checked)."""
     try:
-        return ModelFactory(settings).check(spec)
+        return ModelFactory(settings).check(spec, environment)
     except UserError as exc:
-        raise SubmissionInvalid(field, str(exc)) from None
+        said = f"no model given, and this server's default model {spec!r} cannot be used: " \
+            if default else ""
+        raise SubmissionInvalid(field, said + str(exc)) from None
 
 
 def validate_submission(
@@ -122,12 +126,14 @@ def validate_submission(
             "give executor.model or executor.models, not both (executor.models[0] is the "
             "first executor model)"))
     # every model of a cascade passes the same rules (endpoint allow-list, guard, local roots)
-    checked = [check_model(f"executor.models.{i}", spec, settings)
+    env = sub.environment
+    checked = [check_model(f"executor.models.{i}", spec, settings, env)
                for i, spec in enumerate(cascade)]
     executor = checked[0] if checked else check_model(
-        "executor.model", sub.executor_model or default_model, settings)
+        "executor.model", sub.executor_model or default_model, settings, env,
+        default=not sub.executor_model)
     if sub.planner_model:
-        planner = check_model("planner.model", sub.planner_model, settings)
+        planner = check_model("planner.model", sub.planner_model, settings, env)
     else:
         planner = executor
     try:
