@@ -12,21 +12,21 @@ app = typer.Typer(help="Database schema (Alembic migrations).", no_args_is_help=
 
 @app.command("upgrade")
 def db_upgrade() -> None:
-    """Apply pending migrations to ADAPT_DATABASE_URL (default: the embedded SQLite file)."""
+    """Apply pending migrations to ADAPT_DATABASE_URL (default: the embedded SQLite file),
+    and list them, oldest first."""
     from adapt.settings import get_settings
-    from adapt.store.migrate import pending, upgrade
+    from adapt.store.migrate import upgrade
 
     setup_logging(False)
     settings = get_settings()
     try:
-        todo = pending(settings.database_url)
-        upgrade(settings.database_url)
+        applied = upgrade(settings.database_url)
     except UserError as exc:
         fail(str(exc))
     except Exception as exc:  # unreachable database, bad credentials, ...
         fail(f"could not migrate {safe_url(settings.database_url)}: {exc}")
     err.print(f"database {safe_url(settings.database_url)}: "
-              + (f"applied {', '.join(reversed(todo))}" if todo else "already up to date"))
+              + (f"applied {', '.join(applied)}" if applied else "already up to date"))
 
 
 @app.command("status")
@@ -40,5 +40,5 @@ def db_status() -> None:
         todo = pending(settings.database_url)
     except Exception as exc:
         fail(f"could not read {safe_url(settings.database_url)}: {exc}")
-    err.print("pending: " + (", ".join(reversed(todo)) if todo else "none"))
+    err.print("pending: " + (", ".join(todo) if todo else "none"))
     raise typer.Exit(1 if todo else 0)

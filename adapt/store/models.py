@@ -109,6 +109,8 @@ class Task(Base):
 
     attempt: Mapped[int] = mapped_column(Integer, default=0)
     lease_owner: Mapped[str | None] = mapped_column(String(255))
+    #: the worker that runs the current attempt or ran the last one (kept once finished)
+    worker: Mapped[str | None] = mapped_column(String(255))
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_seq: Mapped[int] = mapped_column(Integer, default=0)

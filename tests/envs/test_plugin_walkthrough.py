@@ -152,6 +152,7 @@ def test_the_guides_request_succeeds_once_the_server_is_restarted(
         assert task["status"] == "succeeded", task
         assert task["result"]["reward"] == 1.0
         assert task["models"]["executor"]["simulated"] is True
+        assert task["worker"] and task["worker"] in server.log.read_text()  # the runner's id
         tree = httpx.get(f"{server.url}/tasks/{task_id}/tree", timeout=10).json()["tree"]
         assert tree["logic"] == "and"  # the root, decomposed into two sub-tasks
         assert [c["goal"] for c in tree["children"]] == ["take a match", "light the lamp"]

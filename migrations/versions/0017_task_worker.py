@@ -1,0 +1,30 @@
+"""tasks.worker: the worker process that runs the task's attempt, or ran its last one
+
+Set when a worker claims the task (the same id as its lease and its row in ``workers``) and
+kept once the task ends, so the API says which worker ran it. Tasks run before this revision
+have none.
+
+Revision ID: 0017
+Revises: 0012
+Create Date: 2026-11-27 11:05:00
+"""
+
+from collections.abc import Sequence
+
+import sqlalchemy as sa
+from alembic import op
+
+revision: str = "0017"
+down_revision: str | None = "0012"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    op.add_column("tasks", sa.Column("worker", sa.String(length=255), nullable=True))
+
+
+def downgrade() -> None:
+    # ALTER TABLE ... DROP COLUMN in place (SQLite >= 3.35 too): a batch operation would copy
+    # the table, and dropping the old ``tasks`` would cascade to every row that refers to it
+    op.drop_column("tasks", "worker")
