@@ -14,14 +14,21 @@ import pytest
 from adapt.settings import Settings
 from api.serve import serve_url
 from tests.e2e.test_embedded_serve import Server, free_port
+from workers.health import api_healthy, worker_healthy
 
 
 def test_a_first_start_says_where_to_go_and_sums_the_migrations_up(tmp_path: Path) -> None:
     server = Server(tmp_path, free_port())
+    settings = Settings(port=server.port, data_dir=tmp_path)  # the server's embedded database
     try:
         server.start()
+        # the containers' health checks (docker-compose.yml) against the real thing
+        assert api_healthy(settings) is None
+        assert worker_healthy(settings) is None  # the embedded runner's registry row
     finally:
         server.stop()
+    assert "Connection refused" in str(api_healthy(settings))
+    assert "no live worker on" in str(worker_healthy(settings))
     log = server.log.read_text()
     assert f"http://127.0.0.1:{server.port}/ui" in log
     assert f"the API's docs on http://127.0.0.1:{server.port}/docs" in log
