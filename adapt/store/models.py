@@ -163,6 +163,8 @@ class NodeRow(Base):
     success: Mapped[bool | None] = mapped_column(Boolean)
     reward: Mapped[float | None] = mapped_column(Float)
     termination: Mapped[str | None] = mapped_column(String(32))
+    #: why the node was not decomposed or not run (``Node.reason``)
+    reason: Mapped[str | None] = mapped_column(Text)
     plan: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     context_in: Mapped[str | None] = mapped_column(Text)
     context_out: Mapped[str | None] = mapped_column(Text)

@@ -330,7 +330,7 @@ def test_0011_indexes_node_events_and_the_downgrade_writes_compact_payloads_whol
 
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
-def test_0017_adds_tasks_worker_and_drops_it_keeping_the_rows(backend: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+def test_0017_adds_tasks_worker_and_nodes_reason_and_drops_them_keeping_the_rows(backend: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
     from alembic import command
     from sqlalchemy import inspect
 
@@ -355,10 +355,12 @@ def test_0017_adds_tasks_worker_and_drops_it_keeping_the_rows(backend: str, tmp_
                     "VALUES ('t1', 1, 'node.created', '{}', :now)"), {"now": "2026-01-01"})
             command.upgrade(cfg, "head")
             assert "worker" in {c["name"] for c in inspect(engine).get_columns("tasks")}
+            assert "reason" in {c["name"] for c in inspect(engine).get_columns("nodes")}
             with engine.begin() as conn:
                 conn.execute(text("UPDATE tasks SET worker = 'host:1:a'"))
             command.downgrade(cfg, "0012")
             assert "worker" not in {c["name"] for c in inspect(engine).get_columns("tasks")}
+            assert "reason" not in {c["name"] for c in inspect(engine).get_columns("nodes")}
             with engine.connect() as conn:
                 assert conn.execute(text("SELECT count(*) FROM events")).scalar_one() == 1
                 assert conn.execute(text("SELECT id FROM tasks")).scalar_one() == "t1"

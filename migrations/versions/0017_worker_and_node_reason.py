@@ -1,8 +1,11 @@
-"""tasks.worker: the worker process that runs the task's attempt, or ran its last one
+"""tasks.worker: the worker that runs the task's attempt, or ran its last one; nodes.reason:
+why a node was not decomposed, or not run
 
-Set when a worker claims the task (the same id as its lease and its row in ``workers``) and
-kept once the task ends, so the API says which worker ran it. Tasks run before this revision
-have none.
+``tasks.worker`` is set when a worker claims the task (the same id as its lease and its row
+in ``workers``) and kept once the task ends, so the API says which worker ran it.
+``nodes.reason`` is the engine's ``Node.reason`` (d_max reached, skipped because a sibling
+decided the group, not run for a budget or a cancel). Rows written before this revision have
+neither.
 
 Revision ID: 0017
 Revises: 0012
@@ -22,9 +25,11 @@ depends_on: str | Sequence[str] | None = None
 
 def upgrade() -> None:
     op.add_column("tasks", sa.Column("worker", sa.String(length=255), nullable=True))
+    op.add_column("nodes", sa.Column("reason", sa.Text(), nullable=True))
 
 
 def downgrade() -> None:
     # ALTER TABLE ... DROP COLUMN in place (SQLite >= 3.35 too): a batch operation would copy
     # the table, and dropping the old ``tasks`` would cascade to every row that refers to it
+    op.drop_column("nodes", "reason")
     op.drop_column("tasks", "worker")
