@@ -12,6 +12,7 @@ from adapt.envs.calculator import Calculator
 from adapt.errors import ModelSpecError
 from adapt.llm.base import ChatRequest, ChatResponse
 from adapt.llm.recording import RecordedCall, Recording, ReplayModel, request_fingerprint
+from adapt.llm.retry import RetryBudget, RetryingModel
 from adapt.llm.script import ScriptModel, last_observation, parse_script
 from adapt.llm.spec import load_model, parse_model_spec
 from adapt.service.model_factory import ModelFactory, check_plays
@@ -102,7 +103,9 @@ def test_a_resumed_task_continues_the_script_where_the_recording_stopped() -> No
     recording = Recording(calls=[
         RecordedCall(index=i, fingerprint=request_fingerprint(r), request=r, response=s)
         for i, (r, s) in enumerate(zip(asked, said, strict=True))])
-    resumed = ReplayModel(recording, live=ScriptModel(script))
+    # the live model as the service wraps it (retries): the wrapper passes the news on
+    live = RetryingModel(ScriptModel(script), RetryBudget(3))
+    resumed = ReplayModel(recording, live=live)
     replies = [asyncio.run(resumed.complete(r)).text for r in [*asked, executor("t\n> ")]]
     assert replies == ["look", "unlock", "take key", "open"]
     assert resumed.replayed == 3 and resumed.live_calls == 1
