@@ -52,3 +52,13 @@ async def test_nodes_a_budget_left_unrun_say_so() -> None:
     assert sink.nodes[2].status == "failed" and "budget" in (sink.nodes[2].error or "")
     assert (sink.nodes[3].status, sink.nodes[3].reason) == (
         "skipped", "not run: budget exceeded: llm_calls (limit 3, spent 3)")
+
+
+async def test_the_terminal_view_says_why_and_counts_in_words() -> None:
+    from adapt.cli.liveview import node_label
+
+    sink = await run([FAIL, "ok a", DONE], [plan("a", "b", order="(Step 1 OR Step 2)")], d_max=2)
+    one_step = node_label(sink.nodes[1], sink).plain
+    assert "(1 step," in one_step and "1 steps" not in one_step
+    assert "(skipped: an earlier OR alternative succeeded (node 2))" in node_label(
+        sink.nodes[3], sink).plain
