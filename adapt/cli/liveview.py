@@ -46,8 +46,8 @@ def node_label(node: Node, sink: MemorySink) -> Text:
         text.append(f"{node.label}: ", style="cyan")
     text.append(node.goal, style=style if node.status != "pending" else "")
     if node.steps_count:
-        steps = "1 step" if node.steps_count == 1 else f"{node.steps_count} steps"
-        text.append(f"  ({steps}", style="dim")
+        count = "1 step" if node.steps_count == 1 else f"{node.steps_count} steps"
+        text.append(f"  ({count}", style="dim")
         if node.termination:
             text.append(f", executor: {node.termination}", style="dim")
         text.append(")", style="dim")
