@@ -20,6 +20,7 @@ from pydantic import (
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from adapt.engine.budget import Budget
+from adapt.llm.pricing import ModelPrice
 
 SIM_DEFAULT_MODEL = "sim:textcraft?capability=1"
 OPENAI_DEFAULT_MODEL = "openai:gpt-4o-mini"
@@ -135,10 +136,12 @@ class Settings(BaseSettings):
     llm_retry_max_wait: float = Field(
         default=60.0, gt=0, description="Longest Retry-After (seconds) a task waits out; a "
         "longer one stops the task (resumable).")
-    pricing: str | None = Field(
-        default=None,
-        description='JSON price overrides, dollars per million tokens: {"model": [prompt, '
-        "completion]}.",
+    pricing: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description="Price overrides and additions, dollars per million tokens (JSON): "
+        '{"model": {"prompt": 0.1, "completion": 0.4, "cached_prompt": 0.05}} or {"model": '
+        "[prompt, completion]}. Other models: genai-prices' OpenAI prices (the package's "
+        "snapshot), else cost unknown.",
     )
     data_dir: Path = Field(default_factory=_default_data_dir,
                            description="Where the embedded SQLite database lives.")

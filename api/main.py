@@ -92,6 +92,10 @@ async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         tune_gc()  # a long-lived process from here on (full collections paused tree reads)
         log.info("API ready (database %s, %s mode)", _safe_url(settings.database_url),
                  "embedded" if settings.embedded else "broker")
+        url: str | None = getattr(app.state, "serve_url", None)  # set by `adapt serve`
+        if url is not None:
+            log.info("serving on %s: the viewer on %s/ui, the API's docs on %s/docs",
+                     url, url, url)
         yield
     finally:
         if owned is not None:

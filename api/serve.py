@@ -91,6 +91,7 @@ def serve(settings: Settings | None = None, host: str | None = None,
     # the app knows the address it serves (a Host it answers), also when --host overrides it
     settings = settings.model_copy(update={"host": bind_host, "port": bind_port})
     app = create_app(settings)
+    app.state.serve_url = serve_url(settings, bind_host, bind_port)
     config = uvicorn.Config(app, host=bind_host, port=bind_port, proxy_headers=False,
                             timeout_graceful_shutdown=10,
                             timeout_keep_alive=settings.http_keepalive_seconds,
@@ -99,6 +100,17 @@ def serve(settings: Settings | None = None, host: str | None = None,
         uvicorn.Server(config).run(sockets=[sock])
     finally:
         sock.close()
+
+
+def serve_url(settings: Settings, host: str, port: int) -> str:
+    """The address users open: the published host in a container, loopback for a bind on
+    every interface, else the bind address."""
+    name = (settings.published_host or host).strip("[]")
+    if name in ("", "0.0.0.0"):
+        name = "127.0.0.1"
+    elif name == "::":
+        name = "::1"
+    return f"http://[{name}]:{port}" if ":" in name else f"http://{name}:{port}"
 
 
 def bind_socket(host: str, port: int) -> socket.socket:

@@ -8,19 +8,25 @@ from pathlib import Path
 from tests.test_cli import adapt
 
 RUN = ["run", "--env", "calculator", "--config", '{"index": 0}', "--strategy", "react",
-       "--d-max", "1", "--model", "sim:textcraft?capability=1", "--executor", "spec",
+       "--d-max", "1", "--model", 'script:["[Answer] 31"]', "--executor", "spec",
        "--max-steps", "3", "--json"]
 
 
 def test_a_builtin_spec_runs() -> None:
     out = adapt(*RUN, "--spec", "pass")
-    assert out.returncode in (0, 1), out.stderr  # the simulator does not do arithmetic
+    assert out.returncode in (0, 1), out.stderr
     payload = json.loads(out.stdout)
     calls = payload["tree"]["llm_calls"]
     assert calls and calls[0]["prompt"].rstrip().endswith(
         "[Question] Tom buys 3 bags of apples with 12 apples in each bag. He eats 5 apples. "
         "How many apples does he have left?")
     assert calls[0]["stop"] == ["[Question]", "[Summary]"]  # the PASS agent's environment-supplied state
+
+
+def test_the_simulator_is_refused_for_an_environment_it_cannot_play() -> None:
+    out = adapt(*[a if not a.startswith("script:") else "sim:textcraft" for a in RUN])
+    assert out.returncode == 2 and "Traceback" not in out.stderr
+    assert "plays only textcraft, not 'calculator'" in " ".join(out.stderr.split())
 
 
 def test_a_spec_file_runs(tmp_path: Path) -> None:

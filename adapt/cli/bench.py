@@ -94,7 +94,7 @@ def load_bench_models(model: list[str] | None, executor_model: str | None = None
     from adapt.settings import get_settings
 
     settings = get_settings()
-    pricing = Pricing.from_setting(settings.pricing)
+    pricing = Pricing(settings.pricing)
     bench_models: list[BenchModel] = []
     for spec in list(model) if model else ([] if cascades else [None]):
         loaded = load_models(settings, model=spec, executor_model=executor_model,

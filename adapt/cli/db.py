@@ -18,25 +18,23 @@ def db_upgrade(
     revision: Annotated[str, typer.Option(
         help="Stop at this revision (default: the newest this release ships).")] = "head",
 ) -> None:
-    """Apply pending migrations to ADAPT_DATABASE_URL (default: the embedded SQLite file).
-    Never downgrades: a database at a revision this release does not know (a newer release
+    """Apply pending migrations to ADAPT_DATABASE_URL (default: the embedded SQLite file),
+    and list them, oldest first. Never downgrades: a database at a revision this release does not know (a newer release
     migrated it), or past --revision, is refused and left as it is."""
     from adapt.settings import get_settings
-    from adapt.store.migrate import check_upgrade, upgrade
+    from adapt.store.migrate import upgrade
 
     setup_logging(False)
     settings = get_settings()
     try:
-        todo = check_upgrade(settings.database_url, revision).pending
-        upgrade(settings.database_url, revision)
+        applied = upgrade(settings.database_url, revision)
     except UserError as exc:
         fail(str(exc))
     except Exception as exc:  # unreachable database, bad credentials, ...
         fail(f"could not migrate {safe_url(settings.database_url)}: {exc}")
-    if revision != "head" and revision in todo:
-        todo = todo[:todo.index(revision) + 1]
     err.print(f"database {safe_url(settings.database_url)}: "
-              + (f"applied {', '.join(todo)}" if todo else "already up to date"))
+              + (f"applied {', '.join(applied)} (oldest first)" if applied
+                 else "already up to date"))
 
 
 @app.command("check")

@@ -46,7 +46,8 @@ def node_label(node: Node, sink: MemorySink) -> Text:
         text.append(f"{node.label}: ", style="cyan")
     text.append(node.goal, style=style if node.status != "pending" else "")
     if node.steps_count:
-        text.append(f"  ({node.steps_count} steps", style="dim")
+        count = "1 step" if node.steps_count == 1 else f"{node.steps_count} steps"
+        text.append(f"  ({count}", style="dim")
         if node.termination:
             text.append(f", executor: {node.termination}", style="dim")
         text.append(")", style="dim")
@@ -54,6 +55,8 @@ def node_label(node: Node, sink: MemorySink) -> Text:
         text.append("  " + claim_vs_verdict(node), style=VERDICT_STYLE.get(node.verdict or "", "dim"))
     if node.logic and node.kind == "task":
         text.append(f"  → plan [{node.logic.upper()}]", style="cyan")
+    if node.reason:
+        text.append(f"  ({node.reason})", style="dim")
     if node.status == "running":
         steps = sink.steps.get(node.id)
         if steps:

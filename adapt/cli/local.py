@@ -138,7 +138,7 @@ def run(
         env_config = _goal_into_config(env, env_config, goal)
         # resolved once: the profile's settings for this environment, the models
         resolved, env_config = resolve_local(env, env_config, run_config, specs)
-        models, chained = build_models(settings, specs, notice)
+        models, chained = build_models(settings, specs, notice, environment=env)
         executors = chained if specs.cascade else None
     except ValidationError as exc:
         fail(validation_message(exc))

@@ -58,10 +58,11 @@ def model_specs(
     return ModelSpecs(executor=(executor_model or base,), planner=planner_model or base), notice
 
 
-def build_models(settings: Settings, specs: ModelSpecs,
-                 notice: str | None = None) -> tuple[Models, list[ChatModel]]:
+def build_models(settings: Settings, specs: ModelSpecs, notice: str | None = None, *,
+                 environment: str | None = None) -> tuple[Models, list[ChatModel]]:
     """The models ``specs`` name, each spec built once (the operator's CLI: loopback endpoints
-    and any ``.gguf`` allowed): the roles, and the executor models in cascade order."""
+    and any ``.gguf`` allowed): the roles, and the executor models in cascade order. Given the
+    ``environment``, a simulator that cannot play it is refused (``ModelSpecError``)."""
     from adapt.service.model_factory import ModelFactory
 
     factory = ModelFactory(settings, operator=True)
@@ -69,6 +70,8 @@ def build_models(settings: Settings, specs: ModelSpecs,
 
     def build(spec: str) -> ChatModel:
         if spec not in built:
+            if environment is not None:
+                factory.check(spec, environment)
             built[spec] = factory.build(spec)
         return built[spec]
 
@@ -82,10 +85,13 @@ def load_models(
     model: str | None = None,
     executor_model: str | None = None,
     planner_model: str | None = None,
+    environment: str | None = None,
 ) -> Models:
+    """The models to run; given the ``environment``, a simulator that cannot play it is
+    refused (``ModelSpecError``)."""
     specs, notice = model_specs(settings, model=model, executor_model=executor_model,
                                 planner_model=planner_model)
-    return build_models(settings, specs, notice)[0]
+    return build_models(settings, specs, notice, environment=environment)[0]
 
 
 def parse_config_json(text: str | None) -> dict[str, Any]:

@@ -167,8 +167,8 @@ class NodeRunner:
         await run.update(node, **fields)
         return ok
 
-    async def skip(self, node: Node) -> None:
-        """Mark ``node`` and everything under it skipped (not run)."""
+    async def skip(self, node: Node, reason: str | None = None) -> None:
+        """Mark ``node`` and everything under it skipped (not run), saying why."""
         for kid in self.run.children(node):
-            await self.skip(kid)
-        await self.run.update(node, status="skipped")
+            await self.skip(kid, reason)
+        await self.run.update(node, status="skipped", reason=reason)

@@ -173,4 +173,5 @@ async def _close_unfinished(run: Run, running_to: NodeStatus, reason: str) -> No
         if node.status == "running":
             await run.update(node, status=running_to, success=False, error=reason)
         elif node.status == "pending":
-            await run.update(node, status="cancelled" if running_to == "cancelled" else "skipped")
+            await run.update(node, status="cancelled" if running_to == "cancelled" else "skipped",
+                             reason=f"not run: {reason}")

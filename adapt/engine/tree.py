@@ -150,6 +150,10 @@ class Node(BaseModel):
     usage: UsageTotals = Field(default_factory=UsageTotals)
     error: str | None = None
     label: str | None = None  # e.g. "trial 2" for strategies that run trials
+    #: why the node ended without (more) decomposition or was not run, when its own executor
+    #: run does not say: ``d_max reached (depth 3 of 3)``, ``skipped: an earlier OR
+    #: alternative succeeded``, ``not run: budget exceeded ...``; None: nothing to explain
+    reason: str | None = None
 
 
 class Step(BaseModel):

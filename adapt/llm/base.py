@@ -121,6 +121,14 @@ class ScoringModel(Protocol):
     async def score(self, prompt: str, continuation: str) -> list[float] | None: ...
 
 
+@runtime_checkable
+class FollowsReplay(Protocol):
+    """A model with state across calls (a ``script:`` model's place in its script): told of
+    each recorded answer a resumed task replays in its stead, so it continues from there."""
+
+    def replayed(self, request: ChatRequest, response: ChatResponse) -> None: ...
+
+
 def can_score(model: object) -> bool:
     return isinstance(model, ScoringModel)
 

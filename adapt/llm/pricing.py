@@ -1,140 +1,144 @@
-"""Dollar cost of LLM calls: a price table per model, overridable from settings.
+"""Dollar cost of LLM calls: the operator's prices first, then a maintained price source.
 
-Prices are US dollars per **million** tokens, ``(prompt, completion)``. A model name matches
-its exact entry or, failing that, the longest known entry it starts with followed by ``-``,
-so dated variants such as ``gpt-4o-mini-2024-07-18`` use the ``gpt-4o-mini`` price while
-``gpt-4o`` never picks up the ``gpt-4`` price. Unknown models cost ``None`` (reported as
-unknown, never as zero); simulated models cost ``0.0``.
+Prices are US dollars per **million** tokens. The maintained source is the ``genai-prices``
+package (Pydantic's price data, the snapshot shipped with the installed version; nothing is
+fetched at run time), asked for OpenAI's prices: adapt's ``openai:`` specs reach OpenAI
+unless the operator names another endpoint. Operators override or add models with
+``ADAPT_PRICING`` (:class:`ModelPrice`). An override matches its exact model name or, failing
+that, the longest override it starts with followed by ``-``, so dated variants such as
+``gpt-4o-mini-2024-07-18`` use the ``gpt-4o-mini`` price while ``gpt-4o`` never picks up a
+``gpt-4`` price (genai-prices matches dated variants the same way).
+
+Cached prompt tokens (those the provider served from its prompt cache, part of the prompt
+tokens) are charged as providers charge them: at the cached-input price where there is one
+(OpenAI: half or less of the input price), else at the input price. Unknown models cost
+``None`` (reported as unknown, never as zero); simulated, scripted and in-process
+(``local:``) models cost ``0.0``.
 """
 
 from __future__ import annotations
 
-import json
 import logging
 from collections.abc import Mapping
+from decimal import Decimal
+from typing import Any
 
-from adapt.errors import InvalidConfig
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
 from adapt.llm.base import Usage
 
 logger = logging.getLogger(__name__)
 
-Price = tuple[float, float]  # dollars per million (prompt, completion) tokens
-
-#: Standard (non-batch, non-cached) list prices in USD per 1M tokens.
-DEFAULT_PRICES: dict[str, Price] = {
-    "gpt-4o": (2.50, 10.00),
-    "gpt-4o-mini": (0.15, 0.60),
-    "gpt-4.1": (2.00, 8.00),
-    "gpt-4.1-mini": (0.40, 1.60),
-    "gpt-4.1-nano": (0.10, 0.40),
-    "gpt-4-turbo": (10.00, 30.00),
-    "gpt-4": (30.00, 60.00),
-    "gpt-3.5-turbo": (0.50, 1.50),
-    "gpt-3.5-turbo-instruct": (1.50, 2.00),
-    "o1": (15.00, 60.00),
-    "o1-mini": (1.10, 4.40),
-    "o3": (2.00, 8.00),
-    "o3-mini": (1.10, 4.40),
-    "o4-mini": (1.10, 4.40),
-}
+#: the provider whose prices genai-prices is asked for
+PROVIDER = "openai"
 
 # Backend prefixes a caller may leave on a model name (``ChatModel.name`` or a spec).
 _BACKEND_PREFIXES = ("openai-completions:", "openai:")
+
+#: models run in this process (``local:smollm2``) cost nothing per call
+LOCAL_PREFIX = "local:"
+
+
+class ModelPrice(BaseModel):
+    """One model's prices in dollars per million tokens. Written as an object, or as a list
+    ``[prompt, completion]`` (or ``[prompt, completion, cached_prompt]``)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    prompt: float = Field(ge=0, description="per million prompt (input) tokens")
+    completion: float = Field(ge=0, description="per million completion (output) tokens")
+    cached_prompt: float | None = Field(
+        default=None, ge=0, description="per million prompt tokens served from the provider's "
+        "cache; unset: the prompt price")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _from_list(cls, value: Any) -> Any:
+        if isinstance(value, list | tuple):
+            if len(value) not in (2, 3):
+                raise ValueError("a price list is [prompt, completion] or "
+                                 "[prompt, completion, cached_prompt]")
+            return dict(zip(("prompt", "completion", "cached_prompt"), value, strict=False))
+        return value
+
+    def cost(self, usage: Usage) -> float:
+        cached = min(max(usage.cached_tokens, 0), usage.prompt_tokens)
+        cached_price = self.prompt if self.cached_prompt is None else self.cached_prompt
+        return ((usage.prompt_tokens - cached) * self.prompt + cached * cached_price
+                + usage.completion_tokens * self.completion) / 1_000_000
 
 
 def _normalise(model_name: str) -> str:
     name = model_name.strip().lower()
     for prefix in _BACKEND_PREFIXES:
         if name.startswith(prefix):
-            name = name[len(prefix) :]
+            name = name[len(prefix):]
             break
     return name.split("@http", 1)[0] if "@http" in name else name
 
 
+def _maintained(name: str, usage: Usage) -> tuple[str, float] | None:
+    """genai-prices' model id for ``name`` at OpenAI and the call's cost; ``None`` when it
+    does not know the model."""
+    from genai_prices import Usage as PriceUsage
+    from genai_prices import calc_price
+
+    cached = min(max(usage.cached_tokens, 0), usage.prompt_tokens)
+    try:
+        price = calc_price(PriceUsage(input_tokens=usage.prompt_tokens,
+                                      cache_read_tokens=cached or None,
+                                      output_tokens=usage.completion_tokens),
+                           name, provider_id=PROVIDER)
+    except LookupError:
+        return None
+    total: Decimal = price.total_price
+    return price.model.id.lower(), float(total)
+
+
 class Pricing:
-    """A price table: :data:`DEFAULT_PRICES` updated with ``overrides``."""
+    """The operator's ``overrides`` (model name -> :class:`ModelPrice`), then genai-prices."""
 
-    def __init__(self, overrides: Mapping[str, Price] | None = None) -> None:
-        table = dict(DEFAULT_PRICES)
-        for name, (prompt, completion) in (overrides or {}).items():
-            table[name] = (float(prompt), float(completion))
-        self._table = {name.strip().lower(): price for name, price in table.items()}
-
-    @classmethod
-    def from_setting(cls, text: str | None) -> Pricing:
-        """A table from a settings value (see :func:`parse_price_overrides`)."""
-        return cls(parse_price_overrides(text))
+    def __init__(self, overrides: Mapping[str, ModelPrice] | None = None) -> None:
+        self._overrides = {name.strip().lower(): price
+                           for name, price in (overrides or {}).items()}
 
     @property
-    def table(self) -> dict[str, Price]:
-        return dict(self._table)
+    def overrides(self) -> dict[str, ModelPrice]:
+        return dict(self._overrides)
 
-    def price(self, model_name: str) -> Price | None:
-        """The price of ``model_name``: exact match, else the longest ``<known>-`` prefix."""
-        name = _normalise(model_name)
-        if name in self._table:
-            return self._table[name]
+    def _prefix(self, name: str) -> str | None:
+        """The longest override ``name`` extends with ``-...`` (a dated variant)."""
         best: str | None = None
-        for known in self._table:
+        for known in self._overrides:
             if name.startswith(known + "-") and (best is None or len(known) > len(best)):
                 best = known
-        return self._table[best] if best is not None else None
+        return best
 
     def cost(self, model_name: str, usage: Usage, *, simulated: bool = False) -> float | None:
         """Dollars for one call; ``0.0`` when simulated or run in process (``local:``),
-        ``None`` for an unknown model."""
+        ``None`` for an unknown model.
+
+        An override of the exact name wins; one the name extends (``gpt-4o`` for
+        ``gpt-4o-2024-08-06``) wins too, unless genai-prices knows the model by a name that
+        extends the override's (``gpt-4o-mini``: its own price, not ``gpt-4o``'s)."""
         if simulated or model_name.startswith(LOCAL_PREFIX):
             return 0.0
-        price = self.price(model_name)
-        if price is None:
+        name = _normalise(model_name)
+        if not name:
             return None
-        prompt, completion = price
-        return (usage.prompt_tokens * prompt + usage.completion_tokens * completion) / 1_000_000
-
-
-#: models run in this process (``local:smollm2``) cost nothing per call
-LOCAL_PREFIX = "local:"
-
-
-def parse_price_overrides(text: str | None) -> dict[str, Price]:
-    """Parse a settings value: a JSON object of model name → price.
-
-    A price is ``[prompt, completion]`` or ``{"prompt": p, "completion": c}`` in dollars per
-    million tokens, e.g. ``{"my-model": [0.1, 0.2]}``. Empty or blank text gives ``{}``.
-    Raises :class:`~adapt.errors.InvalidConfig` with what is wrong.
-    """
-    if text is None or not text.strip():
-        return {}
-    example = 'e.g. {"my-model": [0.1, 0.2]} (dollars per million prompt/completion tokens)'
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidConfig(f"price overrides are not valid JSON ({exc}); {example}") from exc
-    if not isinstance(data, dict):
-        raise InvalidConfig(f"price overrides must be a JSON object; {example}")
-    out: dict[str, Price] = {}
-    for name, value in data.items():
-        given: list[object]
-        if isinstance(value, dict):
-            given = [value.get("prompt"), value.get("completion")]
-        elif isinstance(value, list):
-            given = list(value)
-        else:
-            given = []
-        pair = [float(v) for v in given if isinstance(v, int | float) and not isinstance(v, bool)
-                and v >= 0]
-        if len(given) != 2 or len(pair) != 2:
-            raise InvalidConfig(
-                f"price for {name!r} must be two non-negative numbers [prompt, completion], "
-                f"got {value!r}; {example}"
-            )
-        out[str(name)] = (pair[0], pair[1])
-    return out
+        if name in self._overrides:
+            return self._overrides[name].cost(usage)
+        known = self._prefix(name)
+        maintained = _maintained(name, usage)
+        if known is not None and (maintained is None
+                                  or not maintained[0].startswith(known + "-")):
+            return self._overrides[known].cost(usage)
+        return maintained[1] if maintained is not None else None
 
 
 _DEFAULT = Pricing()
 
 
 def cost(model_name: str, usage: Usage, simulated: bool = False) -> float | None:
-    """Dollars for one call using the default table (see :meth:`Pricing.cost`)."""
+    """Dollars for one call with no operator prices (see :meth:`Pricing.cost`)."""
     return _DEFAULT.cost(model_name, usage, simulated=simulated)

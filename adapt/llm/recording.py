@@ -29,6 +29,7 @@ from adapt.llm.base import (
     ChatModel,
     ChatRequest,
     ChatResponse,
+    FollowsReplay,
     Message,
     WrapperModel,
     can_score,
@@ -248,6 +249,8 @@ class ReplayModel(WrapperModel):
                 f"replay diverged at call {index} (role {request.role!r}): " + "; ".join(diffs))
         self.replayed += 1
         self.cursor.position += 1
+        if isinstance(self.live, FollowsReplay):
+            self.live.replayed(request, recorded.response)
         return recorded.response.model_copy(deep=True)
 
     async def complete(self, request: ChatRequest) -> ChatResponse:

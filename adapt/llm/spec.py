@@ -6,6 +6,8 @@ Grammar::
     openai-completions:<model>[@<base_url>]  legacy completions
     sim:<name>[?knob=value&...]              the in-process simulator (adapt.sim.from_spec)
     local:<name-or-.gguf>[?n_ctx=N&threads=N&seed=N]  a GGUF model in-process (llama.cpp)
+    script:<JSON>                            answers written in advance (adapt.llm.script)
+    script:@<file.json>                      the same, read from a file (command line only)
 
 The model itself may contain ``:``, ``?`` and ``@`` (``openai:sim:textcraft?capability=1``), so
 the base URL is split off at the **last** ``@http`` (``@http://`` or ``@https://``; anything
@@ -29,13 +31,14 @@ from adapt.llm.openai_compat.pool import ClientPool
 
 logger = logging.getLogger(__name__)
 
-Backend = Literal["openai", "openai-completions", "sim", "local"]
+Backend = Literal["openai", "openai-completions", "sim", "local", "script"]
 
 BACKENDS: dict[str, str] = {
     "openai": "openai:gpt-4o-mini, openai:llama3@http://127.0.0.1:11434/v1",
     "openai-completions": "openai-completions:gpt-3.5-turbo-instruct",
     "sim": "sim:textcraft?capability=1",
     "local": "local:smollm2?n_ctx=4096&threads=2",
+    "script": 'script:["look", "think: Task completed!"]',
 }
 
 
@@ -58,8 +61,9 @@ class ModelSpec(BaseModel):
 
     @property
     def simulated(self) -> bool:
-        """True for ``sim:`` specs and for simulator models served over HTTP (``sim:...``)."""
-        return self.backend == "sim" or self.model.startswith("sim:")
+        """True for ``sim:`` and ``script:`` specs and for simulator models served over HTTP
+        (``sim:...``)."""
+        return self.backend in ("sim", "script") or self.model.startswith("sim:")
 
 
 def _split_base_url(rest: str) -> tuple[str, str | None]:
@@ -92,6 +96,13 @@ def parse_model_spec(spec: str) -> ModelSpec:
                 f"simulator over HTTP use 'openai:sim:{model}@{base_url}'"
             )
         return ModelSpec(backend="sim", model=rest.strip())
+    if backend == "script":
+        from adapt.llm.script import parse_script
+
+        text = rest.strip()
+        if text.startswith("@"):  # a file: read (and checked) when the model is built
+            return ModelSpec(backend="script", model=text)
+        return ModelSpec(backend="script", model=parse_script(text).canonical())
     if backend == "local":
         model, base_url = _split_base_url(rest)
         if base_url is not None:
@@ -150,6 +161,10 @@ def load_model(
         from adapt.sim import from_spec  # lazy: real-model users never load the simulator
 
         return from_spec(str(parsed))
+    if parsed.backend == "script":
+        from adapt.llm.script import ScriptModel
+
+        return ScriptModel.from_spec(parsed.model, allow_files=True)
     if parsed.backend == "local":
         return LocalLlamaModel.from_spec(parsed.model)
     cls = OpenAIChatModel if parsed.backend == "openai" else OpenAICompletionModel

@@ -94,7 +94,7 @@ class ServiceContext:
         engine = engine or create_engine(settings.database_url,
                                          pool_size=settings.db_pool_size)
         return cls(settings, engine, session_factory(engine), ClientPool(),
-                   Pricing.from_setting(settings.pricing),
+                   Pricing(settings.pricing),
                    queue="embedded" if settings.embedded else settings.celery_queue,
                    telemetry=_telemetry(settings))
 

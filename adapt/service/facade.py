@@ -168,11 +168,11 @@ class TaskService:
 
     async def list_tasks(self, *, status: TaskStatus | None = None, environment: str | None = None,
                    strategy: str | None = None, cursor: str | None = None,
-                   limit: int = 20) -> Page:
+                   limit: int = 20, id_prefix: str | None = None) -> Page:
         try:
             page = await queries.list_tasks(self.session, self.tenant, status=status,
                                             environment=environment, strategy=strategy,
-                                            cursor=cursor, limit=limit)
+                                            cursor=cursor, limit=limit, id_prefix=id_prefix)
         except InvalidCursor as exc:
             raise InvalidField("cursor", str(exc), location="query") from None
         return Page(page.items, page.next_cursor)

@@ -58,6 +58,28 @@ def _check_simulator(spec: ModelSpec) -> None:
     parse_knobs(simulator.name, simulator.knobs, pairs)
 
 
+def check_plays(spec: str, environment: str) -> None:
+    """Raise ``ModelSpecError`` when ``spec`` names a simulator (in process, or served over
+    HTTP as ``openai:sim:...``) that cannot play ``environment``: it would answer nonsense
+    and the task would fail for no reason the user can see."""
+    from adapt.sim.registry import SIMULATORS
+    from adapt.sim.spec import split_spec
+
+    parsed = parse_model_spec(spec)
+    if parsed.backend != "sim" and not parsed.model.startswith("sim:"):
+        return
+    simulator = SIMULATORS.get(split_spec(parsed.model)[0])
+    if simulator is None or not simulator.environments or environment in simulator.environments:
+        return
+    from adapt.llm.script import EXAMPLE
+
+    raise ModelSpecError(
+        f"the simulated model 'sim:{simulator.name}' plays only "
+        f"{', '.join(simulator.environments)}, not {environment!r}; to run {environment!r} "
+        f"offline name a script: model (answers written in advance), e.g. {EXAMPLE}, or a "
+        "real model (openai:<model>, local:<model>)")
+
+
 class ModelFactory:
     """Checks and builds models from spec strings, with the operator's settings."""
 
@@ -104,15 +126,22 @@ class ModelFactory:
                                  f"models folder ({hint})")
         return str(target) + spec.model[len(name):].lstrip()
 
-    def check(self, spec: str) -> ModelChoice:
-        """Parse ``spec`` and apply every rule the build will; raises ``UserError``."""
+    def check(self, spec: str, environment: str | None = None) -> ModelChoice:
+        """Parse ``spec`` and apply every rule the build will (and, given the
+        ``environment``, that a simulator can play it); raises ``UserError``."""
         parsed = parse_model_spec(spec)
         if parsed.backend == "sim":
             _check_simulator(parsed)
+        elif parsed.backend == "script":
+            from adapt.llm.script import ScriptModel
+
+            ScriptModel.from_spec(parsed.model, allow_files=self.operator)
         elif parsed.backend == "local":
             self._local_model(parsed)
         else:
             self.endpoint(parsed)
+        if environment is not None:
+            check_plays(spec, environment)
         return ModelChoice(str(parsed), parsed.simulated)
 
     def build(self, spec: str) -> ChatModel:
@@ -122,6 +151,10 @@ class ModelFactory:
             from adapt.sim import from_spec  # lazy: real-model users never load the simulator
 
             return from_spec(str(parsed))
+        if parsed.backend == "script":
+            from adapt.llm.script import ScriptModel
+
+            return ScriptModel.from_spec(parsed.model, allow_files=self.operator)
         if parsed.backend == "local":
             from adapt.llm.local import LocalLlamaModel
 

@@ -17,6 +17,7 @@ from adapt.engine.profiles import PROFILES
 from adapt.engine.strategies import available_strategies
 from adapt.envs import registry
 from adapt.envs.registry import EnvironmentInfo
+from adapt.settings import Settings
 from adapt.store.queries import Histogram as Histogram
 from adapt.store.queries import MetricsSnapshot as MetricsSnapshot
 from adapt.store.queries import metrics_snapshot
@@ -41,11 +42,29 @@ class Catalog:
     strategies: list[str]
     executors: list[str]
     profiles: list[str]
+    #: the server's default model: its spec, whether it is simulated, and the environments
+    #: it can play (``None``: any)
+    default_model: tuple[str, bool, list[str] | None] | None = None
 
 
-def catalog() -> Catalog:
+def default_model(settings: Settings) -> tuple[str, bool, list[str] | None]:
+    """The model a task that names none gets, and what it can play."""
+    from adapt.llm.spec import parse_model_spec
+    from adapt.sim.registry import SIMULATORS
+    from adapt.sim.spec import split_spec
+
+    spec, _ = settings.resolve_default_model()
+    parsed = parse_model_spec(spec)
+    plays: list[str] | None = None
+    if parsed.backend == "sim" or parsed.model.startswith("sim:"):
+        simulator = SIMULATORS.get(split_spec(parsed.model)[0])
+        plays = list(simulator.environments) or None if simulator is not None else None
+    return str(parsed), parsed.simulated, plays
+
+
+def catalog(settings: Settings | None = None) -> Catalog:
     return Catalog(registry.describe(), available_strategies(), available_executors(),
-                   list(PROFILES))
+                   list(PROFILES), default_model(settings) if settings is not None else None)
 
 
 async def check_database(engine: AsyncEngine) -> str:

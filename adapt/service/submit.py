@@ -102,25 +102,30 @@ def request_hash(body: Any) -> str:
     return hashlib.sha256(canonical.encode("utf-8")).hexdigest()
 
 
-def check_model(field: str, spec: str, settings: Settings) -> ModelChoice:
+def check_model(field: str, spec: str, settings: Settings,
+                environment: str | None = None, *, default: bool = False) -> ModelChoice:
     """Apply every rule the worker's model factory will (endpoint allow-list, guard,
-    ``local:`` roots), naming ``field`` when one fails."""
+    ``local:`` roots, a simulator that can play ``environment``), naming ``field`` when one
+    fails (``default``: the request named no model, the server's default was checked)."""
     try:
-        return ModelFactory(settings).check(spec)
+        return ModelFactory(settings).check(spec, environment)
     except UserError as exc:
-        raise SubmissionInvalid(field, str(exc)) from None
+        said = f"no model given, and this server's default model {spec!r} cannot be used: " \
+            if default else ""
+        raise SubmissionInvalid(field, said + str(exc)) from None
 
 
-def check_models(request: ModelRequest, settings: Settings) -> tuple[list[ModelChoice],
-                                                                     ModelChoice]:
+def check_models(request: ModelRequest, settings: Settings, environment: str | None = None,
+                 ) -> tuple[list[ModelChoice], ModelChoice]:
     """The executor models (a cascade's, in order, or the one) and the planner's, each checked
-    as the worker will build it; ``SubmissionInvalid`` names the first bad field."""
+    as the worker will build it (and, given the ``environment``, that a simulator can play
+    it); ``SubmissionInvalid`` names the first bad field."""
     if request.cascade and request.executor:
         raise SubmissionInvalid("executor.models", (
             "give executor.model or executor.models, not both (executor.models[0] is the "
             "first executor model)"))
     # every model of a cascade passes the same rules (endpoint allow-list, guard, local roots)
-    executors = [check_model(f"executor.models.{i}", spec, settings)
+    executors = [check_model(f"executor.models.{i}", spec, settings, environment)
                  for i, spec in enumerate(request.cascade)]
     seen: set[str] = set()
     for choice in executors:  # two specs may name one model (a simulator's knobs in any order)
@@ -131,9 +136,9 @@ def check_models(request: ModelRequest, settings: Settings) -> tuple[list[ModelC
     if not executors:
         default_model, _ = settings.resolve_default_model()
         executors = [check_model("executor.model", request.executor or default_model,
-                                 settings)]
-    planner = (check_model("planner.model", request.planner, settings) if request.planner
-               else executors[0])
+                                 settings, environment, default=not request.executor)]
+    planner = (check_model("planner.model", request.planner, settings, environment)
+               if request.planner else executors[0])
     return executors, planner
 
 
@@ -150,7 +155,7 @@ def validate_submission(sub: Submission, settings: Settings) -> Validated:
         env_cls = registry.get(sub.environment)
     except UnknownEnvironment as exc:
         raise SubmissionInvalid("environment", str(exc)) from None
-    executors, planner = check_models(sub.models, settings)
+    executors, planner = check_models(sub.models, settings, sub.environment)
     models = ModelSpecs(executor=tuple(c.spec for c in executors), planner=planner.spec)
     try:
         resolved, env_config = resolve_config(

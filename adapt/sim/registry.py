@@ -20,6 +20,8 @@ class Simulator:
     description: str
     knobs: tuple[Knob, ...]
     factory: Callable[[dict[str, KnobValue]], ChatModel]
+    #: the environments it can play (it reads their prompts); empty: any
+    environments: tuple[str, ...] = ()
 
     @property
     def default_spec(self) -> str:
@@ -39,6 +41,7 @@ register_simulator(
         description="a weak LLM agent for TextCraft (executor and planner), read from the prompt",
         knobs=textcraft.KNOBS,
         factory=textcraft.create,
+        environments=("textcraft",),
     )
 )
 

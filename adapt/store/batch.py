@@ -63,7 +63,7 @@ _NODE_COLS = {
     "self_assessed": "bool", "claim": "bool", "verdict": "text", "evidence": "text",
     "success": "bool", "reward": "float8", "termination": "text", "plan": "jsonb",
     "context_in": "text", "context_out": "text", "steps_count": "int", "usage": "jsonb",
-    "error": "text", "label": "text",
+    "error": "text", "label": "text", "reason": "text",
 }
 _STEP_COLS = {"node_id": "int", "index": "int", "kind": "text", "raw": "text", "text": "text",
               "observation": "text", "reward": "float8", "done": "bool", "error": "text",
@@ -183,7 +183,7 @@ async def write_postgres(engine: AsyncEngine, task_id: str, attempt: int, owner:
 
 
 #: the foreign keys that refuse a write pointing at a prompt block that is not stored
-#: (migration 0015)
+#: (migration 0013)
 BLOCK_KEYS = ("fk_llm_calls_prompt_ref", "fk_prompt_blocks_parent")
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import functools
 import logging
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
@@ -45,13 +47,43 @@ def alembic_config(url: str) -> Config:
     return cfg
 
 
-def upgrade(url: str, revision: str = "head") -> None:
+@contextmanager
+def _quiet_alembic() -> Iterator[None]:
+    """Alembic says INFO for each migration and for each connection it inspects: a first
+    start would print a dozen lines; adapt says what was done in one (:func:`summary`)."""
+    logger = logging.getLogger("alembic")
+    level = logger.level
+    logger.setLevel(max(logging.WARNING, level))
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
+
+
+def upgrade(url: str, revision: str = "head") -> list[str]:
     """Apply pending migrations up to ``revision`` (blocking; call from a thread inside an
-    event loop); a database at a revision this release does not know, or past ``revision``,
-    is refused (:func:`check_upgrade`)."""
+    event loop); returns the revisions applied, oldest first, and logs them in one line. A
+    database at a revision this release does not know, or past ``revision``, is refused
+    (:func:`check_upgrade`)."""
     ensure_sqlite_dir(url)
-    check_upgrade(url, revision)
-    command.upgrade(alembic_config(url), revision)
+    before = list(check_upgrade(url, revision).pending)
+    if not before:
+        return []
+    with _quiet_alembic():
+        command.upgrade(alembic_config(url), revision)
+    after = set(pending(url)) if revision != "head" else set()
+    applied = [rev for rev in before if rev not in after]
+    if applied:
+        log.info("database %s: %s", make_url(url).render_as_string(hide_password=True),
+                 summary(applied))
+    return applied
+
+
+def summary(applied: list[str]) -> str:
+    """``applied 12 migrations (0001 to 0012)``: one line for a list of revisions."""
+    if len(applied) == 1:
+        return f"applied migration {applied[0]}"
+    return f"applied {len(applied)} migrations ({applied[0]} to {applied[-1]})"
 
 
 def _sync_url(url: str) -> str:
@@ -81,7 +113,7 @@ class SchemaState:
 def current_revisions(url: str) -> tuple[str, ...]:
     engine = create_sync_engine(_sync_url(url))
     try:
-        with engine.connect() as conn:
+        with engine.connect() as conn, _quiet_alembic():
             return tuple(MigrationContext.configure(conn).get_current_heads())
     finally:
         engine.dispose()

@@ -109,6 +109,8 @@ class Task(Base):
 
     attempt: Mapped[int] = mapped_column(Integer, default=0)
     lease_owner: Mapped[str | None] = mapped_column(String(255))
+    #: the worker that runs the current attempt or ran the last one (kept once finished)
+    worker: Mapped[str | None] = mapped_column(String(255))
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_seq: Mapped[int] = mapped_column(Integer, default=0)
@@ -161,6 +163,8 @@ class NodeRow(Base):
     success: Mapped[bool | None] = mapped_column(Boolean)
     reward: Mapped[float | None] = mapped_column(Float)
     termination: Mapped[str | None] = mapped_column(String(32))
+    #: why the node was not decomposed or not run (``Node.reason``)
+    reason: Mapped[str | None] = mapped_column(Text)
     plan: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     context_in: Mapped[str | None] = mapped_column(Text)
     context_out: Mapped[str | None] = mapped_column(Text)
@@ -210,7 +214,7 @@ class LLMCallRow(Base):
     messages: Mapped[list[dict[str, Any]] | None] = mapped_column(JSONType)  # likewise
     #: the last block of the call's prompt in ``prompt_blocks`` (``adapt.store.prompts``);
     #: None when prompts are not stored. The foreign key makes a block that a call is being
-    #: written against impossible to delete meanwhile (0015; ``adapt.store.prompts``' GC)
+    #: written against impossible to delete meanwhile (0013; ``adapt.store.prompts``' GC)
     prompt_ref: Mapped[str | None] = mapped_column(
         String(32), ForeignKey("prompt_blocks.hash", name="fk_llm_calls_prompt_ref"), index=True)
     #: sent as chat messages (else as one prompt): the GenAI operation, ``chat`` or

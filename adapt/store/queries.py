@@ -81,10 +81,14 @@ async def list_tasks(
     strategy: str | None = None,
     cursor: str | None = None,
     limit: int = 20,
+    id_prefix: str | None = None,
 ) -> TaskPage:
-    """Newest first; ``next_cursor`` is None on the last page."""
+    """Newest first; ``next_cursor`` is None on the last page. ``id_prefix``: only tasks
+    whose id starts with it (hex digits, checked by the caller)."""
     after = decode_cursor(cursor) if cursor else None
     stmt = select(Task).where(Task.tenant == tenant)
+    if id_prefix:
+        stmt = stmt.where(Task.id.startswith(id_prefix, autoescape=True))
     if status is not None:
         stmt = stmt.where(Task.status == status)
     if environment is not None:
@@ -119,7 +123,7 @@ async def task_nodes(session: AsyncSession, task_id: str) -> Sequence[NodeRow]:
 #: the columns of a tree node (``api.schemas.TreeNode`` without ``children``), in its order
 TREE_COLUMNS = ("id", "parent_id", "position", "kind", "goal", "depth", "logic", "status",
                 "executor_success", "self_assessed", "claim", "verdict", "evidence", "success",
-                "reward", "termination", "steps_count", "usage", "error", "label")
+                "reward", "termination", "steps_count", "usage", "error", "label", "reason")
 _USAGE = (("llm_calls", 0), ("prompt_tokens", 0), ("completion_tokens", 0), ("cost_usd", 0.0))
 
 

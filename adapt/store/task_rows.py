@@ -220,7 +220,7 @@ async def claim(
                 (Task.status == "running") & (Task.lease_expires_at < now)),
         )
         .values(
-            status="running", attempt=Task.attempt + 1, lease_owner=owner,
+            status="running", attempt=Task.attempt + 1, lease_owner=owner, worker=owner,
             lease_expires_at=now + timedelta(seconds=lease_seconds), heartbeat_at=now,
             started_at=func.coalesce(Task.started_at, now), updated_at=now,
         )

@@ -177,9 +177,13 @@ async def list_tasks(
     cursor: Annotated[str | None, Query(
         max_length=512, description="next_cursor of the previous page (opaque).")] = None,
     limit: Annotated[int, Query(ge=1, le=100, description="Page size.")] = 20,
+    id_prefix: Annotated[str | None, Query(
+        min_length=1, max_length=32, pattern="^[0-9a-f]+$",
+        description="Only tasks whose id starts with these hex digits (a short id as the "
+        "viewer shows it).")] = None,
 ) -> TaskList:
     page = await service.list_tasks(status=status, environment=environment, strategy=strategy,
-                                    cursor=cursor, limit=limit)
+                                    cursor=cursor, limit=limit, id_prefix=id_prefix)
     return TaskList(items=[TaskPublic.model_validate(t) for t in page.items],
                     next_cursor=page.next_cursor)
 

@@ -15,6 +15,14 @@ class EnvironmentPublic(BaseModel):
     action_grammar: str
 
 
+class DefaultModel(BaseModel):
+    model: str = Field(description="The model a task that names none runs with.",
+                       examples=["sim:textcraft?capability=1"])
+    simulated: bool
+    environments: list[str] | None = Field(
+        default=None, description="The environments it can play (a simulator); null: any.")
+
+
 class EnvironmentList(BaseModel):
     items: list[EnvironmentPublic]
     strategies: list[str] = Field(description="Strategies a task may use.",
@@ -25,3 +33,6 @@ class EnvironmentList(BaseModel):
     profiles: list[str] = Field(default_factory=list,
                                 description="Profiles a task may use (`profile`).",
                                 examples=[["default", "paper"]])
+    default_model: DefaultModel | None = Field(
+        default=None, description="This server's default model (ADAPT_DEFAULT_MODEL; without "
+        "it the simulated TextCraft model when no OpenAI key is configured).")

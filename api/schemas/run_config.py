@@ -53,10 +53,12 @@ Run = engine_config.RunConfig
 _SHOWN = ConfigDict(extra="forbid")
 
 _MODEL_SPEC_HELP = (
-    "Model spec: openai:<model>[@<base_url>], openai-completions:<model>[@<base_url>] or "
-    "sim:<name>[?knob=value]. Unset: the server's default model (the SIMULATED TextCraft model "
-    "when no OpenAI key is configured). Non-loopback endpoints are refused unless the server "
-    "sets ADAPT_ALLOW_REMOTE_LLM=1."
+    "Model spec: openai:<model>[@<base_url>], openai-completions:<model>[@<base_url>], "
+    "sim:<name>[?knob=value] (sim:textcraft plays TextCraft only), local:<name> or "
+    'script:{"executor": [...], "planner": [...], "rules": [...]} (answers written in advance, '
+    "any environment, offline). Unset: the server's default model (the SIMULATED TextCraft "
+    "model when no OpenAI key is configured). Non-loopback endpoints are refused unless the "
+    "server sets ADAPT_ALLOW_REMOTE_LLM=1."
 )
 
 

@@ -105,6 +105,10 @@ class TaskPublic(BaseModel):
     max_depth: int
     error: str | None
     attempt: int = Field(description="How many times a worker has started the task.")
+    worker: str | None = Field(
+        default=None, description="The worker process that runs the current attempt, or ran "
+        "the last one (`host:pid:...`, as the worker logs it when it starts); null before a "
+        "worker took the task.")
     cancel_requested: bool
     last_seq: int = Field(description="Sequence number of the task's latest event.")
     created_at: datetime

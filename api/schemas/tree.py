@@ -40,6 +40,11 @@ class NodePublic(BaseModel):
     usage: UsageTotals
     error: str | None
     label: str | None
+    reason: str | None = Field(default=None, description="Why the node was not decomposed, "
+                               "or not run, when its own executor run does not say: 'not "
+                               "decomposed: d_max reached (depth 3 of 3)', 'skipped: an "
+                               "earlier OR alternative succeeded (node 4)', 'not run: budget "
+                               "exceeded ...'.")
 
 
 class TreeNode(NodePublic):

@@ -1,9 +1,7 @@
 """The example plug-in, installed for real with pip, found through its entry point, and checked.
 
 The package in ``examples/adapt-env-keys`` is built and installed with pip into a temporary
-folder. Offline (``--no-build-isolation --no-index``) when this environment can build a wheel
-itself (the ``wheel`` package, or setuptools >= 70.1); otherwise pip fetches the build backend
-from the package index in an isolated build.
+folder (``tests/support/pip_install.py``).
 """
 
 from __future__ import annotations
@@ -11,7 +9,6 @@ from __future__ import annotations
 import importlib
 import importlib.util
 import os
-import re
 import shutil
 import subprocess
 import sys
@@ -24,21 +21,13 @@ import pytest
 from adapt.envs import create, describe, get_environment, registry, validate_config
 from adapt.envs.testing import CHECKS, check_environment
 from adapt.errors import InvalidConfig
+from tests.support.pip_install import pip_install
 
 pytestmark = pytest.mark.slow
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "adapt-env-keys"
 PACKAGE = "adapt_env_keys"
 VALID_ACTIONS = ["look", "inventory", "take brass key", "go to kitchen", "open chest"]
-
-
-def _can_build_offline() -> bool:
-    if importlib.util.find_spec("setuptools") is None:
-        return False
-    if importlib.util.find_spec("wheel") is not None:
-        return True
-    major, minor = (int(part) for part in re.findall(r"\d+", metadata.version("setuptools"))[:2])
-    return (major, minor) >= (70, 1)  # setuptools builds wheels on its own from 70.1
 
 
 def _forget_package() -> None:
@@ -60,26 +49,7 @@ def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def installed(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
     target = tmp_path_factory.mktemp("site-packages")
-    command = [
-        sys.executable,
-        "-m",
-        "pip",
-        "install",
-        "--no-deps",
-        "--no-input",
-        "--disable-pip-version-check",
-        "--target",
-        str(target),
-    ]
-    if _can_build_offline():
-        command += ["--no-build-isolation", "--no-index"]
-    command.append(str(source))
-    done = subprocess.run(command, capture_output=True, text=True, timeout=300, check=False)
-    if done.returncode != 0:
-        pytest.fail(
-            f"pip could not install the example plug-in ({' '.join(command)}):\n"
-            f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}"
-        )
+    pip_install(source, target)
     assert (target / PACKAGE / "prompts" / "executor.txt").is_file(), "prompts not installed"
     return target
 

@@ -246,3 +246,15 @@ async def test_sweeper_marks_due_tasks_once(sessions) -> None:  # type: ignore[n
                                 queued=False) == ["r"]
     assert await tasks.leases_on_host(sessions, "host") == [("r", OWNER)]
     assert await tasks.leases_on_host(sessions, "elsewhere") == []
+
+
+async def test_the_worker_that_ran_an_attempt_stays_on_the_row(sessions) -> None:  # type: ignore[no-untyped-def]
+    await new_task(sessions)
+    assert (await row(sessions)).worker is None
+    assert await tasks.claim(sessions, "t1", OWNER, 30) == 1
+    assert (await row(sessions)).worker == OWNER
+    assert await tasks.release_leases(sessions, OWNER, ["t1"]) == ["t1"]
+    assert await tasks.claim(sessions, "t1", OTHER, 30) == 2
+    assert await tasks.finish_with_error(sessions, "t1", 2, OTHER, "stopped")
+    task = await row(sessions)
+    assert (task.status, task.lease_owner, task.worker) == ("error", None, OTHER)

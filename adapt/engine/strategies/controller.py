@@ -69,13 +69,17 @@ class AdaptController:
         if undo is not None and not cascade and not run.episode_done:  # a failed attempt
             await env_call(env, undo.rollback, mark)  # leaves nothing behind
         if run.episode_done or node.depth >= run.config.d_max:
+            await run.update(node, reason=(
+                "not decomposed: the environment ended the episode" if run.episode_done else
+                f"not decomposed: d_max reached (depth {node.depth} of {run.config.d_max})"))
             if after and not run.episode_done:
                 return await runner.finish(node, (await runner.cascade(node, task, 1)).success)
             return await runner.finish(node, False)
 
         plan = await self.planner.plan(node, task)
         if not plan.steps or plan.expression is None:
-            await run.update(node, plan=plan, error="the planner returned no steps")
+            await run.update(node, plan=plan, error="the planner returned no steps",
+                             reason="not decomposed: the planner returned no steps")
             if after and not run.episode_done:
                 return await runner.finish(node, (await runner.cascade(node, task, 1)).success)
             return await runner.finish(node, False)

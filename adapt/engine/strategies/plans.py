@@ -29,6 +29,16 @@ def describe(expr: LogicExpr, steps: list[str]) -> str:
     return inner
 
 
+def skip_reason(op: str, decider: Node | None) -> str:
+    """Why a child of an ``op`` group is not run: the sibling ``decider`` settled the group
+    (``None``: the environment ended the episode)."""
+    if decider is None:
+        return "skipped: the environment ended the episode"
+    if op == "or":
+        return f"skipped: an earlier OR alternative succeeded (node {decider.id})"
+    return f"skipped: an earlier AND step failed (node {decider.id})"
+
+
 def as_group(expr: LogicExpr) -> LogicGroup:
     """The plan's expression as a group (a single step is an AND of one)."""
     return expr if isinstance(expr, LogicGroup) else LogicGroup(op="and", children=[expr])
@@ -65,17 +75,18 @@ class PlanTree:
     async def run_children(self, op: str, kids: list[Node]) -> bool:
         run = self.run
         decided: bool | None = None
+        decider: Node | None = None
         ran_any = False
         for kid in kids:
             if decided is not None or run.episode_done:
-                await self.runner.skip(kid)
+                await self.runner.skip(kid, skip_reason(op, decider))
                 continue
             ok = await (self.solve(kid) if kid.kind == "task" else self.run_group(kid))
             ran_any = True
             if op == "and" and not ok:
-                decided = False
+                decided, decider = False, kid
             elif op == "or" and ok:
-                decided = True
+                decided, decider = True, kid
         if decided is not None:
             return decided
         if run.episode_done and run.reward <= 0:

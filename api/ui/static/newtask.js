@@ -1,11 +1,25 @@
 // New task, /ui/new: the environment's config form is generated from the JSON schema that
 // GET /environments returns, and so are the strategies, executor kinds and profiles offered
 // (plug-ins included); POST /tasks; problem details (4xx) are shown inline, and the fields they
-// name are marked.
+// name are marked. There is one goal field: the environment's own (TextCraft's `goal`, which
+// its config checks against `seed`) where it has one, else the task's `goal`.
 
 import { api, curl } from "./api.js";
 import { el, go } from "./util.js";
 import { copyButton, problemBox } from "./widgets.js";
+
+// every backend a model spec may name, as the field's help says it
+const MODEL_HINT = "sim:textcraft?capability=1 (simulated, TextCraft only) · " +
+  "script:{\"executor\": [...], \"planner\": [...]} (answers written in advance: any environment, offline) · " +
+  "openai:<model>[@<base_url>] or openai-completions:<model>[@<base_url>] (an endpoint this server allows) · " +
+  "local:smollm2 (a small real model in the server's process)";
+
+function defaultModelText(info) {
+  const d = info.default_model;
+  if (!d) return "the server's default model";
+  const plays = d.environments ? `, plays ${d.environments.join(", ")} only` : "";
+  return `server default: ${d.model}${d.simulated ? ` (SIMULATED${plays})` : ""}`;
+}
 
 const BUDGET = [
   ["max_llm_calls", "max LLM calls", "integer"],
@@ -81,6 +95,9 @@ export async function newTaskPage(main, params, signal) {
     info.items.map((e) => el("option", { value: e.name, text: e.name, selected: e.name === (params.get("environment") || "textcraft") })));
   const envHelp = el("small", { class: "help" });
   const configBox = el("fieldset", { class: "env-config" });
+  const goal = el("input", { id: "goal", type: "text", placeholder: "(the environment's goal)" });
+  const goalRow = row("goal", goal, "Optional: the goal to pursue instead of the environment's.", "goal");
+  const modelNote = el("small", { class: "help model-note", id: "model-note" });
   let fields = [];
   const renderConfig = () => {
     const env = info.items.find((e) => e.name === envSelect.value);
@@ -90,6 +107,14 @@ export async function newTaskPage(main, params, signal) {
     fields = Object.entries(schema.properties || {}).map(([name, s]) => fieldFor(name, s, schema, required.has(name)));
     configBox.replaceChildren(el("legend", { text: "environment_config" }), ...fields.map((f) => f.node));
     if (!fields.length) configBox.append(el("p", { class: "muted", text: "This environment takes no configuration." }));
+    // one goal field: the environment's own where its config has one
+    const own = Object.hasOwn(schema.properties || {}, "goal");
+    goalRow.hidden = own;
+    if (own) goal.value = "";
+    const plays = info.default_model?.environments;
+    modelNote.textContent = plays && !plays.includes(envSelect.value)
+      ? `The default model plays only ${plays.join(", ")}: name a model for ${envSelect.value} (a script: model runs it offline).`
+      : "";
   };
   envSelect.addEventListener("change", renderConfig);
   renderConfig();
@@ -99,8 +124,7 @@ export async function newTaskPage(main, params, signal) {
   const profile = el("select", { id: "profile" }, info.profiles.map((k) => el("option", { value: k, text: k, selected: k === "default" })));
   const executorKind = el("select", { id: "executor-kind" }, info.executors.map((k) => el("option", { value: k, text: k, selected: k === "react" })));
   const dMax = el("input", { id: "d_max", type: "number", min: 1, max: 8, value: 3 });
-  const goal = el("input", { id: "goal", type: "text", placeholder: "(the environment's goal)" });
-  const execModel = el("input", { id: "executor-model", type: "text", placeholder: "server default", spellcheck: "false" });
+  const execModel = el("input", { id: "executor-model", type: "text", placeholder: defaultModelText(info), spellcheck: "false" });
   const planModel = el("input", { id: "planner-model", type: "text", placeholder: "executor's model", spellcheck: "false" });
   const budgetInputs = BUDGET.map(([name, label, type]) => [name, label, el("input", { id: `budget-${name}`, type: "number", step: type === "integer" ? "1" : "any" })]);
 
@@ -114,7 +138,7 @@ export async function newTaskPage(main, params, signal) {
     const b = { environment: envSelect.value, environment_config: config, strategy: strategy.value,
       d_max: dMax.value === "" ? undefined : Number(dMax.value), executor: { kind: executorKind.value } };
     if (profile.value !== "default") b.profile = profile.value;
-    if (goal.value.trim()) b.goal = goal.value.trim();
+    if (!goalRow.hidden && goal.value.trim()) b.goal = goal.value.trim();
     if (execModel.value.trim()) b.executor.model = execModel.value.trim();
     if (planModel.value.trim()) b.planner = { model: planModel.value.trim() };
     const budget = {};
@@ -123,16 +147,17 @@ export async function newTaskPage(main, params, signal) {
     return b;
   };
   const form = el("form", { class: "new-task", novalidate: true },
-    row("environment", envSelect, null, "environment"), envHelp, configBox,
-    row("goal", goal, "Optional: overrides the environment's goal.", "goal"),
+    row("environment", envSelect, null, "environment"), envHelp, configBox, goalRow,
     el("div", { class: "grid" },
       row("strategy", strategy, null, "strategy"),
       row("profile", profile, "paper: the published protocols; default: ours.", "profile"),
       row("executor kind", executorKind, null, "executor.kind"),
       row("d_max", dMax, "Maximum decomposition depth (1–8).", "d_max")),
     el("div", { class: "grid" },
-      row("executor model", execModel, "openai:<model>[@<base_url>] or sim:<name>", "executor.model"),
-      row("planner model", planModel, null, "planner.model")),
+      el("div", { class: "field", dataset: { field: "executor.model" } },
+        el("label", { for: execModel.id, text: "executor model" }), execModel,
+        el("small", { class: "help", id: "model-hint", text: MODEL_HINT }), modelNote),
+      row("planner model", planModel, "Unset: the executor's model.", "planner.model")),
     el("fieldset", { class: "grid" }, el("legend", { text: "budget" }),
       budgetInputs.map(([name, label, input]) => row(label, input, null, `budget.${name}`))),
     out,

@@ -5,8 +5,9 @@
 // re-opened, and the scroll position and focus are restored.
 
 import { api, curl } from "./api.js";
+import { FIELDS, TERMINATION } from "./legend.js";
 import { claimOf } from "./tree.js";
-import { el, put, fmtBool, fmtCost, fmtReward, fmtSeconds, statusBadge } from "./util.js";
+import { el, put, fmtBool, fmtCost, fmtInt, fmtReward, fmtSeconds, plural, statusBadge } from "./util.js";
 import { copyButton, problemBox } from "./widgets.js";
 
 function section(title, ...content) {
@@ -22,10 +23,58 @@ function details(summary, body, key) {
   return el("details", { dataset: key ? { key } : undefined }, el("summary", { text: summary }), body);
 }
 
+// each term's tooltip says what it means (legend.js)
 function facts(pairs) {
   const dl = el("dl", { class: "facts" });
-  for (const [k, v] of pairs) dl.append(el("dt", { text: k }), el("dd", {}, v));
+  for (const [k, v] of pairs) {
+    dl.append(el("dt", { text: k, title: FIELDS[k] }), el("dd", {}, v));
+  }
   return dl;
+}
+
+function terminationText(termination) {
+  if (!termination) return "–";
+  const words = TERMINATION[termination];
+  return words ? `${termination}: ${words}` : termination;
+}
+
+// How the node's outcome was decided, in words, from the node and (for a decomposed node) the
+// tree's view of its children.
+function outcomeText(node, model) {
+  if (node.status === "skipped" || node.status === "cancelled") return node.reason || node.status;
+  if (node.status === "pending" || node.status === "running") return "not decided yet";
+  const kids = model?.kids(node.id) ?? [];
+  if (kids.length && node.kind === "task" && node.plan) {
+    const children = kids.map((id) => model.nodes.get(id)).filter(Boolean);
+    const ok = children.filter((n) => n.status === "succeeded").length;
+    const logic = (node.logic || "and").toUpperCase();
+    const plan = `its ${logic} plan: ${ok} of ${plural(children.length, "sub-task")} succeeded`;
+    // with verification on, the environment's verdict on the goal has the last word
+    if (node.verdict === "confirmed") return `${plan}; the environment confirmed its goal`;
+    if (node.verdict === "refuted") return `${plan}; the environment refuted its goal`;
+    return plan;
+  }
+  if (node.kind === "group") return `its ${(node.logic || "and").toUpperCase()} combination of sub-tasks`;
+  if (node.termination === "verified") return "the environment confirmed its goal";
+  return "its own executor run";
+}
+
+// Why a node has no plan (the engine's reason where it recorded one)
+function notDecomposed(node, task) {
+  if (node.reason) return `Not decomposed: ${node.reason.replace(/^not decomposed: /, "")}.`;
+  if (node.kind === "group") return "A group of the plan: its children are the sub-tasks.";
+  if (node.status === "pending" || node.status === "running") return "Not decomposed (yet): its executor is running.";
+  if (node.status === "succeeded") {
+    if (node.termination === "verified" && !node.steps_count) {
+      return "Not decomposed: not needed, the environment confirmed its goal before any step.";
+    }
+    return node.termination === "verified"
+      ? "Not decomposed: not needed, its executor reached the goal (the environment confirmed it)."
+      : "Not decomposed: not needed, its executor succeeded.";
+  }
+  if (task && task.strategy !== "adapt") return `Not decomposed: the ${task.strategy} strategy does not decompose nodes.`;
+  if (node.error) return `Not decomposed: ${node.error}.`;
+  return "Not decomposed.";
 }
 
 function verdictText(node) {
@@ -84,8 +133,10 @@ function renderExpr(expr, steps) {
     el("ul", { class: "expr" }, expr.children.map((c) => renderExpr(c, steps))));
 }
 
-function renderPlan(plan) {
-  if (!plan) return el("p", { class: "muted", text: "Not decomposed." });
+function renderPlan(plan, node, task) {
+  if (!plan || (!plan.steps?.length && node.reason)) {
+    return el("p", { class: "muted not-decomposed", text: notDecomposed(node, task) });
+  }
   const steps = plan.steps || [];
   return el("div", {},
     el("h4", { text: "parsed" }),
@@ -107,7 +158,7 @@ function renderCall(call, kept) {
     el("span", { class: `role role-${call.role}`, text: call.role }),
     el("span", { class: "model", text: call.model + (call.simulated ? " (simulated)" : "") }),
     el("span", { class: "muted", text:
-      `${call.prompt_tokens}+${call.completion_tokens} tok${call.usage_estimated ? " (est.)" : ""} · ` +
+      `${fmtInt(call.prompt_tokens)} + ${fmtInt(call.completion_tokens)} tok${call.usage_estimated ? " (est.)" : ""} · ` +
       `${fmtSeconds(call.latency_s)} · ${fmtCost(call.cost_usd)}` }),
     corrections ? el("span", { class: "badge warn", text: `monitor: ${corrections} correction(s)` }) : null));
   const message = (m) => [`[${m.role}${m.tool_call_id ? ` ${m.tool_call_id}` : ""}]`, m.content,
@@ -115,9 +166,9 @@ function renderCall(call, kept) {
   const prompt = call.messages?.length
     ? call.messages.map(message).join("\n\n")
     : (call.prompt ?? "(prompt not stored)");
-  box.append(details(`prompt (${prompt.length} chars)`, pre(prompt, "prompt"), `prompt-${call.id}`));
+  box.append(details(`prompt (${fmtInt(prompt.length)} chars)`, pre(prompt, "prompt"), `prompt-${call.id}`));
   if (call.tools?.length) {
-    box.append(details(`tools (${call.tools.length})`, pre(JSON.stringify(call.tools, null, 2)),
+    box.append(details(`tools (${fmtInt(call.tools.length)})`, pre(JSON.stringify(call.tools, null, 2)),
       `tools-${call.id}`));
   }
   box.append(el("div", { class: "muted label", text: "completion" }), pre(call.completion, "completion"));
@@ -156,7 +207,9 @@ function restore(container, kept) {
 }
 
 // `update`: the panel already shows this node and is re-read for its new steps and calls
-export async function renderNodePanel(container, taskId, nodeId, { onClose, signal, update = false } = {}) {
+// `task`: the task (its strategy, d_max, reward); `model`: the tree (the node's children and
+// its subtree's best reward)
+export async function renderNodePanel(container, taskId, nodeId, { onClose, signal, update = false, task = null, model = null } = {}) {
   const path = `/tasks/${encodeURIComponent(taskId)}/nodes/${nodeId}`;
   const same = () => update && container.dataset.nodeId === String(nodeId);
   let node;
@@ -175,27 +228,37 @@ export async function renderNodePanel(container, taskId, nodeId, { onClose, sign
     el("button", { class: "close", type: "button", "aria-label": "Close node panel",
       text: "✕", onclick: () => onClose && onClose() }));
   const verdict = verdictText(node);
+  const best = model?.rollup.get(node.id)?.reward ?? node.reward;
+  const isRoot = node.parent_id === null || node.parent_id === undefined;
+  const reached = fmtReward(best) + (isRoot && task && task.finished ? ` (the task's reward: ${fmtReward(task.reward)})` : "");
   const parts = [
     head,
     el("p", { class: "node-goal", text: node.goal }),
+    el("h3", { class: "facts-title", text: "Outcome" }),
     facts([
       ["status", statusBadge(node.status)],
+      ["success", fmtBool(node.success)],
+      ["outcome", outcomeText(node, model)],
+      ["reward reached", reached],
+      ...(node.reason ? [["why", node.reason]] : []),
       ["kind", node.kind === "group" ? `${node.kind} (${(node.logic || "").toUpperCase()})` : node.kind],
-      ["depth", String(node.depth)],
-      ["executor claim", fmtBool(claimOf(node))],
+      ["depth", task ? `${node.depth} of d_max ${task.d_max}` : String(node.depth)],
+    ]),
+    node.kind === "group" ? null : el("h3", { class: "facts-title", text: "This node's executor run" }),
+    node.kind === "group" ? null : facts([
+      ["claim", fmtBool(claimOf(node))],
       ...(verdict !== null ? [["verified", verdict]] : []),
       ...(node.evidence ? [["evidence", node.evidence]] : []),
-      ["success", fmtBool(node.success)],
-      ["reward", fmtReward(node.reward)],
-      ["termination", node.termination ?? "–"],
-      ["LLM calls", String(node.usage?.llm_calls ?? 0)],
-      ["tokens", `${node.usage?.prompt_tokens ?? 0} + ${node.usage?.completion_tokens ?? 0}`],
+      ["executor reward", fmtReward(node.reward)],
+      ["termination", terminationText(node.termination)],
+      ["LLM calls", fmtInt(node.usage?.llm_calls ?? 0)],
+      ["tokens", `${fmtInt(node.usage?.prompt_tokens ?? 0)} + ${fmtInt(node.usage?.completion_tokens ?? 0)}`],
       ["cost", fmtCost(node.usage?.cost_usd)],
       ...(node.error ? [["error", node.error]] : []),
     ]),
-    section(`Trajectory (${node.steps.length} step${node.steps.length === 1 ? "" : "s"})`, renderSteps(node.steps, kept)),
-    section("Plan", renderPlan(node.plan)),
-    section(`LLM calls (${node.llm_calls.length})`,
+    section(`Trajectory (${plural(node.steps.length, "step")})`, renderSteps(node.steps, kept)),
+    section("Plan", renderPlan(node.plan, node, task)),
+    section(`LLM calls (${fmtInt(node.llm_calls.length)})`,
       node.llm_calls.length ? el("div", {}, node.llm_calls.map((c) => renderCall(c, kept)))
         : el("p", { class: "muted", text: "No LLM calls at this node." })),
     section("Context",

@@ -2,6 +2,7 @@
 // event stream from its last_seq), the node panel (?node=N) and the timeline (?view=timeline).
 
 import { api, curl, followEvents } from "./api.js";
+import { legendBox } from "./legend.js";
 import { renderNodePanel } from "./nodepanel.js";
 import { renderTimeline } from "./timeline.js";
 import { TreeModel, TreeView } from "./tree.js";
@@ -16,12 +17,14 @@ function summary(task) {
     ["d_max", String(task.d_max)],
     ["success", task.success === null ? "–" : task.success ? "yes" : "no"],
     ["reward", fmtReward(task.reward)],
-    ["nodes", String(task.nodes_count)],
-    ["LLM calls", String(task.usage.llm_calls)],
+    ["nodes", fmtInt(task.nodes_count)],
+    ["LLM calls", fmtInt(task.usage.llm_calls)],
     ["tokens", fmtInt(tokens(task.usage))],
     ["cost", fmtCost(task.usage.cost_usd)],
     ["duration", fmtSeconds(duration(task))],
-    ["models", task.models.executor.model + (task.models.planner.model !== task.models.executor.model ? ` / ${task.models.planner.model}` : "")],
+    ["models", task.models.executor.model + (task.models.planner.model !== task.models.executor.model ? ` / ${task.models.planner.model}` : "")
+      + (task.simulated ? " (SIMULATED)" : "")],
+    ...(task.worker ? [["worker", task.worker]] : []),
   ];
   const dl = el("dl", { class: "summary" });
   for (const [k, v] of pairs) dl.append(el("div", {}, el("dt", { text: k }), el("dd", { text: v })));
@@ -98,6 +101,7 @@ export async function taskPage(main, taskId, params, signal) {
     const box = el("div", { class: "timeline-box" });
     main.append(box);
     await renderTimeline(box, taskId, { signal });
+    main.dataset.loaded = "true";
     return;
   }
 
@@ -118,7 +122,7 @@ export async function taskPage(main, taskId, params, signal) {
     layout.classList.add("with-panel");
     panelController?.abort();
     panelController = new AbortController();
-    renderNodePanel(panel, taskId, id, { signal: panelController.signal, onClose: closePanel });
+    renderNodePanel(panel, taskId, id, { signal: panelController.signal, onClose: closePanel, task, model });
     treeView.setActive(id, false);
   };
   const closePanel = () => {
@@ -146,7 +150,7 @@ export async function taskPage(main, taskId, params, signal) {
   }
   model.load(treeData.tree);
   const empty = el("p", { class: "muted empty-tree", text: "No nodes yet: the task is queued." });
-  put(treeBox, model.rootId === null ? empty : null, treeView.root);
+  put(treeBox, legendBox(), model.rootId === null ? empty : null, treeView.root);
   treeView.refresh();
   performance.mark("adapt:tree-painted");
   if (openId !== null) {
@@ -168,7 +172,7 @@ export async function taskPage(main, taskId, params, signal) {
     }
     panelBusy = true;
     try {
-      await renderNodePanel(panel, taskId, openId, { signal: panelController.signal, onClose: closePanel, update: true });
+      await renderNodePanel(panel, taskId, openId, { signal: panelController.signal, onClose: closePanel, update: true, task, model });
     } finally {
       panelBusy = false;
       if (panelAgain && openId !== null) {

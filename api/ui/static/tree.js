@@ -3,7 +3,8 @@
 // once and scrolls smoothly. Keyboard: Up/Down move, Left/Right collapse/expand (or go to the
 // parent/first child), Home/End, Enter or Space opens the node's panel, * expands all.
 
-import { el, fmtCost, fmtInt, fmtReward } from "./util.js";
+import { CLAIM, ROLLUP, VERIFIED, reasonBadge, rewardTitle } from "./legend.js";
+import { el, fmtCost, fmtInt, fmtReward, plural } from "./util.js";
 
 const ROW_HEIGHT = 30;
 const OVERSCAN = 12;
@@ -14,7 +15,7 @@ export class TreeModel {
     this.nodes = new Map(); // id -> node (NodePublic fields, without children)
     this.children = new Map(); // id -> [child ids], ordered by position
     this.rootId = null;
-    this.rollup = new Map(); // id -> {calls, tokens, cost, costKnown}
+    this.rollup = new Map(); // id -> {calls, tokens, cost, costKnown, size, reward}
     this.failing = new Set(); // ids on the failing path from the root
     this.version = 0;
   }
@@ -77,12 +78,14 @@ export class TreeModel {
     for (let i = order.length - 1; i >= 0; i -= 1) {
       const id = order[i];
       const usage = this.nodes.get(id).usage || {};
+      const own = this.nodes.get(id).reward;
       const sum = {
         calls: usage.llm_calls || 0,
         tokens: (usage.prompt_tokens || 0) + (usage.completion_tokens || 0),
         cost: usage.cost_usd || 0,
         costKnown: usage.cost_usd !== null && usage.cost_usd !== undefined,
         size: 1,
+        reward: own === null || own === undefined ? null : own, // best reward in the subtree
       };
       for (const child of this.kids(id)) {
         const c = this.rollup.get(child);
@@ -91,6 +94,7 @@ export class TreeModel {
         sum.cost += c.cost;
         sum.costKnown = sum.costKnown && c.costKnown;
         sum.size += c.size;
+        if (c.reward !== null && (sum.reward === null || c.reward > sum.reward)) sum.reward = c.reward;
       }
       this.rollup.set(id, sum);
     }
@@ -204,7 +208,7 @@ export class TreeView {
     const node = m.nodes.get(id);
     const kids = m.kids(id);
     const level = this.depthOf.get(id) || 1;
-    const sum = m.rollup.get(id) || { calls: 0, tokens: 0, cost: 0, costKnown: true, size: 1 };
+    const sum = m.rollup.get(id) || { calls: 0, tokens: 0, cost: 0, costKnown: true, size: 1, reward: null };
     const classes = ["tree-row", `node-${node.status}`];
     if (m.failing.has(id)) classes.push("failing");
     if (id === this.active) classes.push("active");
@@ -233,28 +237,34 @@ export class TreeView {
         title: logic === "AND" ? "all sub-tasks must succeed" : "one sub-task must succeed" }));
     }
     row.append(el("span", { class: `status status-${node.status}`, text: node.status }));
-    row.append(el("span", { class: "depth", text: `d${node.depth}`, title: "depth" }));
+    row.append(el("span", { class: "depth", text: `d${node.depth}`,
+      title: `depth ${node.depth}: 1 for the root, +1 per decomposition` }));
     row.append(el("span", { class: "goal", text: node.label ? `${node.label}: ${node.goal}` : node.goal,
       title: node.goal }));
     if (node.kind !== "group") {
       const claim = claimOf(node);
       const verdict = verdictOf(node);
       const outcome = el("span", { class: "outcome" });
-      outcome.append(el("span", { class: `claim claim-${claim}`, title: "executor's claim",
+      outcome.append(el("span", { class: `claim claim-${claim}`, title: CLAIM[claim ?? null],
         text: `claim ${mark(claim, "✓", "✗")}` }));
       if (verdict !== undefined) {
         outcome.append(el("span", { class: `verified verified-${verdict}`,
-          title: "verified outcome", text: `verified ${mark(verdict, "✓", "✗")}` }));
+          title: VERIFIED[verdict ?? null], text: `verified ${mark(verdict, "✓", "✗")}` }));
       }
-      if (node.reward !== null && node.reward !== undefined) {
-        outcome.append(el("span", { class: "reward", title: "environment reward",
-          text: `r ${fmtReward(node.reward)}` }));
+      // a decomposed node's reward is its subtree's best (its own executor run gave up)
+      const decomposed = kids.length > 0;
+      const reward = decomposed ? sum.reward : node.reward;
+      if (reward !== null && reward !== undefined) {
+        outcome.append(el("span", { class: "reward", title: rewardTitle(reward, decomposed),
+          text: `r ${fmtReward(reward)}` }));
       }
       row.append(outcome);
     }
+    const why = reasonBadge(node.reason);
+    if (why) row.append(el("span", { class: "reason", text: why, title: node.reason }));
     row.append(el("span", {
-      class: "rollup", title: "subtree: LLM calls · tokens · cost",
-      text: `${sum.calls} calls · ${fmtInt(sum.tokens)} tok · ${sum.costKnown ? fmtCost(sum.cost) : "$?"}`,
+      class: "rollup", title: ROLLUP,
+      text: `${plural(sum.calls, "call")} · ${fmtInt(sum.tokens)} tok · ${sum.costKnown ? fmtCost(sum.cost) : "$?"}`,
     }));
     return row;
   }

@@ -30,11 +30,18 @@ export function clear(node) {
   return node;
 }
 
+// Numbers are written one way everywhere: whole numbers with a thousands separator
+// ("12,345"), costs in dollars, durations in ms / s / min, rewards to three decimals.
+const INT = new Intl.NumberFormat("en-US", { maximumFractionDigits: 0 });
+
 export function fmtInt(n) {
   if (n === null || n === undefined) return "–";
-  if (n >= 1e6) return (n / 1e6).toFixed(1) + "M";
-  if (n >= 1e4) return (n / 1e3).toFixed(1) + "k";
-  return String(n);
+  return INT.format(n);
+}
+
+// "1 call", "2 calls", "1,234 tokens"
+export function plural(n, one, many = `${one}s`) {
+  return `${fmtInt(n)} ${n === 1 ? one : many}`;
 }
 
 export function fmtCost(usd) {

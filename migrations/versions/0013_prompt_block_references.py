@@ -14,7 +14,7 @@ before, or in the same statement as, the calls that name them). On PostgreSQL th
 built ``CONCURRENTLY`` and the keys added ``NOT VALID`` then validated, so running workers keep
 writing meanwhile; on SQLite the two tables are rebuilt.
 
-Revision ID: 0015
+Revision ID: 0013
 Revises: 0012
 Create Date: 2026-12-02 10:00:00
 """
@@ -24,7 +24,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0015"
+revision: str = "0013"
 down_revision: str | None = "0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
@@ -70,7 +70,7 @@ def _upgrade_postgresql(conn: sa.Connection) -> None:
 def _upgrade_sqlite(conn: sa.Connection) -> None:
     # SQLite adds a foreign key only with the table: a new prompt_blocks, filled parents first
     # (the key is checked row by row), with the blocks whose chain is whole
-    op.execute("ALTER TABLE prompt_blocks RENAME TO _prompt_blocks_0015")
+    op.execute("ALTER TABLE prompt_blocks RENAME TO _prompt_blocks_0013")
     op.create_table(
         "prompt_blocks",
         sa.Column("hash", sa.String(length=32), nullable=False),
@@ -80,10 +80,10 @@ def _upgrade_sqlite(conn: sa.Connection) -> None:
         sa.PrimaryKeyConstraint("hash"),
     )
     conn.execute(sa.text(
-        _WHOLE.format(table="_prompt_blocks_0015")
+        _WHOLE.format(table="_prompt_blocks_0013")
         + " INSERT INTO prompt_blocks (hash, parent, text) SELECT o.hash, o.parent, o.text"
-        " FROM _prompt_blocks_0015 o JOIN whole w ON w.hash = o.hash ORDER BY w.depth"))
-    op.drop_table("_prompt_blocks_0015")
+        " FROM _prompt_blocks_0013 o JOIN whole w ON w.hash = o.hash ORDER BY w.depth"))
+    op.drop_table("_prompt_blocks_0013")
     op.create_index(PARENT_IX, "prompt_blocks", ["parent"])
     _forget_missing_refs(conn)
     with op.batch_alter_table("llm_calls", recreate="always") as batch_op:
