@@ -56,7 +56,7 @@ app.add_typer(data.app, name="data")
 app.command()(service.serve)
 app.command()(service.worker)
 app.add_typer(bench.app, name="bench")
-import adapt.cli.bench_mcpmark  # noqa: E402, F401  (adds `adapt bench mcpmark` to bench.app)
+import adapt.cli.mcpmark  # noqa: E402, F401  (adds `adapt bench mcpmark` to bench.app)
 
 app.add_typer(llm.app, name="llm")
 app.add_typer(docs.app, name="docs")

@@ -20,7 +20,7 @@ import json
 import logging
 import math
 import string
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
@@ -437,6 +437,7 @@ def check_environment(
     configs: Sequence[Mapping[str, Any]] | None = None,
     *,
     actions: Sequence[str] = (),
+    varying_tools: Collection[str] = (),
 ) -> ConformanceReport:
     """Check that the environments ``factory()`` makes honour the ``Environment`` contract.
 
@@ -444,7 +445,10 @@ def check_environment(
     constructor will do). ``configs`` are the keyword arguments to ``reset`` with, one episode
     each; by default ``default_configs(config_model)``.
     ``actions`` are extra (valid) actions to step through and check for types and determinism,
-    besides ``NONSENSE_ACTIONS``. Raises ``ConformanceError`` (an ``AssertionError``) naming
+    besides ``NONSENSE_ACTIONS``. ``varying_tools``: tools whose results may differ between
+    two fresh instances by design (they show an episode's own folder, or the process's
+    environment); their calls are checked, but not compared across instances.
+    Raises ``ConformanceError`` (an ``AssertionError``) naming
     the first check that failed; returns a report of the checks passed.
     """
     kit = _Kit(factory, environment=getattr(factory, "__name__", repr(factory)))
@@ -467,7 +471,8 @@ def check_environment(
             _check_task_observation(kit, env)
             _check_is_failure(kit, env, [first, *(r.observation for _, r in [*nonsense, *stepped])])
             tools = check_tools(kit, env, config,
-                                lambda action, result: _check_step_result(kit, action, result))
+                                lambda action, result: _check_step_result(kit, action, result),
+                                varying=frozenset(varying_tools))
             report.tools = sorted({*report.tools, *tools})
         report.passed.extend(CHECKS[CHECKS.index("reset") : CHECKS.index("prompt_templates")])
         _check_prompt_templates(kit, env)

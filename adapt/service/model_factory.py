@@ -58,6 +58,19 @@ def _check_simulator(spec: ModelSpec) -> None:
     parse_knobs(simulator.name, simulator.knobs, pairs)
 
 
+def played_game(environment: str) -> str:
+    """The game ``environment`` plays, which a simulator is matched on: an AgentGym server's
+    family (``textcraft-gym`` registered with family ``textcraft`` plays TextCraft, with its
+    prompts), else the environment's name."""
+    from adapt.envs.registry import remote_entries
+
+    entry = remote_entries().get(environment)
+    loaded = entry.loaded() if entry is not None else None
+    family = getattr(loaded, "family", None)
+    name = getattr(family, "name", None)
+    return name if isinstance(name, str) else environment
+
+
 def check_plays(spec: str, environment: str) -> None:
     """Raise ``ModelSpecError`` when ``spec`` names a simulator (in process, or served over
     HTTP as ``openai:sim:...``) that cannot play ``environment``: it would answer nonsense
@@ -69,7 +82,8 @@ def check_plays(spec: str, environment: str) -> None:
     if parsed.backend != "sim" and not parsed.model.startswith("sim:"):
         return
     simulator = SIMULATORS.get(split_spec(parsed.model)[0])
-    if simulator is None or not simulator.environments or environment in simulator.environments:
+    if simulator is None or not simulator.environments or (
+            played_game(environment) in simulator.environments):
         return
     from adapt.llm.script import EXAMPLE
 

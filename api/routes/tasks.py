@@ -114,8 +114,10 @@ async def create_task(
         webhook=WebhookRequest(body.webhook.url, tuple(body.webhook.events))
         if body.webhook is not None else None,
     )
-    view = await service.submit(sub, body.model_dump(mode="json"),
-                                idempotency_key=idempotency_key)
+    # what an Idempotency-Key compares: the fields sent that differ from their defaults, so
+    # a field added in a later release (with its default) leaves a retry's hash as it was
+    request = body.model_dump(mode="json", exclude_defaults=True)
+    view = await service.submit(sub, request, idempotency_key=idempotency_key)
     response.headers["Location"] = f"/tasks/{view.task.id}"
     if not view.created:
         response.status_code = 200

@@ -4,10 +4,8 @@ map is not part of it, and the request and the stored configs (old rows too) rea
 
 from __future__ import annotations
 
-import hashlib
 import importlib.util
 import inspect
-import json
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -26,6 +24,7 @@ from adapt.engine.executors.spec_agent.config import SpecConfig
 from adapt.engine.executors.stateact import StateActConfig
 from adapt.engine.resolve import resolve_config
 from adapt.envs.textcraft import TextCraft
+from adapt.service.submit import request_hash
 from api.schemas import run_config as mapped
 from api.schemas.tasks import TaskCreate, TaskDetail
 from tests.support.stored_configs import OLD_ROW
@@ -135,30 +134,42 @@ def test_a_row_of_before_and_a_resolved_row_show_the_same_run_config() -> None:
     assert TaskDetail.model_fields["run_config"].annotation is mapped.RunConfig
 
 
-#: requests and the SHA-256 of their canonical dump (what an Idempotency-Key compares),
-#: recorded on the code before the mapping: a request reads exactly as it did
+#: requests and the SHA-256 of their canonical dump (what an Idempotency-Key compares: the
+#: fields set that differ from their defaults), recorded in 0.2.0: a request reads exactly as
+#: it did, and a field added later with its default changes no hash
 REQUESTS: list[tuple[dict[str, Any], str]] = [
     ({"environment": "textcraft"},
-     "96b11487a8fa3d387f3d23df64701be00c4656a9cec321eab2969faa978c57fa"),
+     "d5b5a33b550e785a5ceacbd975d998a3a1dce6ecd2f60f358706c54a43823f5a"),
     ({"environment": "textcraft", "environment_config": {"seed": 3}, "d_max": 4,
       "profile": "paper", "executor": {"model": "sim:textcraft?capability=1", "max_steps": 20,
                                        "kind": "stateact", "repeat_limit": 5},
       "planner": {"model": "sim:textcraft", "stop": ["\n\n"]}, "budget": {"max_llm_calls": 10},
       "monitor": {"enabled": False}, "verification": "off", "seed": 7},
-     "cc5bafd262c49af27d52957604d66a73157c032a42c450736a529ef3e6cb6ae3"),
+     "3426befaf2a15ff04a6e332c16cdf3bf28f31e4c5ddefe766ccd6ca5aae7ec7a"),
     ({"environment": "textcraft", "executor": {"models": ["sim:a", "sim:b"], "cascade": "after",
                                                "kind": "spec", "spec": "pass",
                                                "pass_output": "raw"},
       "webhook": {"url": "https://example.com/hook"}},
-     "fcdde6c4b25aefd5c080d75396e92a2ab9bb63778545b6b51ce9f8d0004ea629"),
+     "61b7a4256e5da1b8810c5e0e9f5dfa59e3de1fdb899b72ce75454e27a7fcbaef"),
 ]
 
 
 @pytest.mark.parametrize(("body", "digest"), REQUESTS)
 def test_a_request_reads_as_before(body: dict[str, Any], digest: str) -> None:
-    dump = TaskCreate.model_validate(body).model_dump(mode="json")
-    canonical = json.dumps(dump, sort_keys=True, separators=(",", ":")).encode()
-    assert hashlib.sha256(canonical).hexdigest() == digest
+    assert request_hash(compared(body)) == digest
+
+
+def compared(body: dict[str, Any]) -> dict[str, Any]:
+    """What POST /tasks hashes of a request (api/routes/tasks.py)."""
+    return TaskCreate.model_validate(body).model_dump(mode="json", exclude_defaults=True)
+
+
+def test_a_default_sent_or_left_out_is_the_same_request() -> None:
+    bare = {"environment": "textcraft"}
+    spelled = {"environment": "textcraft", "strategy": "adapt", "executor": {"kind": "react"},
+               "budget": {}}
+    assert request_hash(compared(bare)) == request_hash(compared(spelled))
+    assert request_hash(compared(bare)) != request_hash(compared({**bare, "d_max": 2}))
 
 
 def test_the_flat_executor_section_maps_to_its_kinds_model() -> None:

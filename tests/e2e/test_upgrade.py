@@ -9,14 +9,16 @@ into a temporary git worktree; ``ADAPT_UPGRADE_FROM`` names another commit to st
 before the first release is tagged). Its processes run from that worktree (``PYTHONPATH``) with
 this environment's dependencies, when they satisfy the previous release's requirements (one
 virtualenv per release would take minutes to install); otherwise the test is skipped, saying
-which requirement is not met. Without a tag it is skipped; under ``CI=true`` a repository that
-has tags but whose previous release cannot be checked out fails.
+which requirement is not met. Without a tag, the newest release commit CHANGELOG.md names is
+used (a clone may come without tags; a shallow one without that commit skips); with neither it
+is skipped. Under ``CI=true`` a previous release that is there but cannot be checked out fails.
 """
 
 from __future__ import annotations
 
 import asyncio
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -58,9 +60,22 @@ def git(*args: str) -> str:
                           text=True, timeout=120).stdout.strip()
 
 
+def changelog_releases() -> list[str]:
+    """The commits CHANGELOG.md names for its releases, newest first (a clone may come without
+    the tags: ``## [0.1.0] ...`` followed by ``commit <sha>``)."""
+    text = (ROOT / "CHANGELOG.md").read_text()
+    commits = []
+    for section in re.split(r"^## \[", text, flags=re.M)[1:]:
+        found = re.search(r"\bcommit ([0-9a-f]{40})\b", section)
+        if found:
+            commits.append(found.group(1))
+    return commits
+
+
 def previous_release() -> str | None:
     """The commit to upgrade from: ``ADAPT_UPGRADE_FROM``, or the newest release tag merged
-    into HEAD that is not HEAD itself (None: there is none)."""
+    into HEAD that is not HEAD itself, or else the newest release commit CHANGELOG.md names
+    (None: there is none)."""
     chosen = os.environ.get("ADAPT_UPGRADE_FROM")
     if chosen:
         return chosen
@@ -72,6 +87,9 @@ def previous_release() -> str | None:
     for tag in tags:
         if git("rev-list", "-n", "1", tag) != head:
             return tag
+    for commit in changelog_releases():
+        if commit != head:
+            return commit
     return None
 
 
@@ -80,8 +98,12 @@ def old_release(tmp_path: Path) -> Iterator[Path]:
     """The previous release, checked out into a temporary worktree."""
     release = previous_release()
     if release is None:
-        pytest.skip("no previous release tag (v*) in this repository yet; set "
+        pytest.skip("no previous release (a v* tag, or a commit CHANGELOG.md names); set "
                     "ADAPT_UPGRADE_FROM=<commit> to run the upgrade from any commit")
+    try:
+        git("cat-file", "-e", f"{release}^{{commit}}")
+    except subprocess.CalledProcessError:
+        pytest.skip(f"the previous release {release} is not in this clone (a shallow one?)")
     where = tmp_path / "previous"
     try:
         git("worktree", "add", "--detach", str(where), release)

@@ -65,10 +65,13 @@ async def test_alfworld_paths_only_inside_the_operators_roots(
 ) -> None:
     root = tmp_path / "alfworld"
     (root / "game").mkdir(parents=True)
-    inside = {"environment": "alfworld", "environment_config": {field: str(root / "game")}}
+    # a model that may play ALFWorld (the simulator plays TextCraft only): the paths decide
+    script = {"model": 'script:["look"]'}
+    inside = {"environment": "alfworld", "environment_config": {field: str(root / "game")},
+              "executor": script}
     if field == "data_dir":
         inside["environment_config"]["split"] = "valid_seen"
-    outside = {"environment": "alfworld",
+    outside = {"environment": "alfworld", "executor": script,
                "environment_config": {**inside["environment_config"], field: "/etc"}}
     async with service(database_url, broker_url="redis://127.0.0.1:1/0",
                        dispatcher=FakeDispatcher()) as client:
@@ -81,9 +84,11 @@ async def test_alfworld_paths_only_inside_the_operators_roots(
         refused = await client.post("/tasks", json=outside)
         assert refused.status_code == 422, refused.text
         assert refused.json()["errors"][0]["field"] == f"environment_config.{field}"
-        sneaky = {"environment": "alfworld", "environment_config": {
+        sneaky = {"environment": "alfworld", "executor": script, "environment_config": {
             **inside["environment_config"], field: str(root / ".." / "..")}}
-        assert (await client.post("/tasks", json=sneaky)).status_code == 422
+        escaped = await client.post("/tasks", json=sneaky)
+        assert escaped.status_code == 422, escaped.text
+        assert escaped.json()["errors"][0]["field"] == f"environment_config.{field}"
         accepted = await client.post("/tasks", json=inside)
         assert accepted.status_code == 202, accepted.text
         assert accepted.json()["environment_config"][field] == str((root / "game").resolve())

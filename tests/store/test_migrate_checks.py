@@ -30,16 +30,21 @@ def stamp(url: str, revision: str) -> None:
         engine.dispose()
 
 
+def revisions_after(number: int) -> str:
+    """The code's revisions after ``number`` up to its head, as ``adapt db`` lists them."""
+    return ", ".join(f"{n:04d}" for n in range(number + 1, int(code_head()) + 1))
+
+
 def test_check_then_upgrade_an_empty_database(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'new.db'}"
     code, said = adapt(url, "db", "check")
     assert code == 1 and "pending" in said and "adapt db upgrade" in said
     code, said = adapt(url, "db", "upgrade", "--revision", "0010")
     assert code == 0 and said.endswith("applied 0001, 0002, 0003, 0004, 0005, 0006, 0007, "
-                                       "0008, 0009, 0010"), said
+                                       "0008, 0009, 0010 (oldest first)"), said
     assert pending(url)[0] == "0011"
     code, said = adapt(url, "db", "upgrade")
-    assert code == 0 and f"applied 0011, 0012, {code_head()}" in said, said
+    assert code == 0 and f"applied {revisions_after(10)} (oldest first)" in said, said
     code, said = adapt(url, "db", "check")
     assert code == 0 and said.endswith("up to date") and f"newest: {code_head()}" in said
 
@@ -64,5 +69,5 @@ def test_a_revision_behind_the_database_is_a_downgrade_and_refused(sqlite_url: s
     code, said = adapt(sqlite_url, "db", "upgrade", "--revision", "nope")
     assert code == 2 and "unknown revision 'nope'" in said
     stamp(sqlite_url, "0012")
-    with pytest.raises(UserError, match=r"pending migration\(s\) \(" + code_head()):
+    with pytest.raises(UserError, match=r"pending migration\(s\) \(" + revisions_after(12)):
         check_serving(sqlite_url)

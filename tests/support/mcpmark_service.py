@@ -33,7 +33,12 @@ def registrations(*, log: Path | None = None,
             "ADAPT_MCP_CHECKS": json.dumps(checks)}
 
 
-def submission(task: dict[str, Any], *, model: str = "sim:textcraft") -> dict[str, Any]:
+#: a model the submission's checks let play MCP (the simulator plays TextCraft only); the tests
+#: replace what the service loads with their scripted policy
+SCRIPTED = 'script:["x"]'
+
+
+def submission(task: dict[str, Any], *, model: str = SCRIPTED) -> dict[str, Any]:
     description = (require_mcpmark() / task["path"] / "description.md").read_text()
     return {"environment": "mcp", "strategy": "react", "executor": {"model": model},
             "environment_config": {"server": "filesystem", "workspace": task["category_id"],

@@ -114,12 +114,11 @@ def parse_json_plan(raw: str) -> Plan:
     answer that is not a JSON plan is read as a text plan, with a warning saying so."""
     data = _json_object(raw)
     steps = data.get("steps") if data is not None else None
-    if not isinstance(steps, list) or not all(isinstance(s, str) for s in steps):
+    if data is None or not isinstance(steps, list) or not all(isinstance(s, str) for s in steps):
         plan = parse_plan(raw)
         return plan.model_copy(update={"warnings": [
             "the planner's answer is not a JSON plan; it was read as a text plan",
             *plan.warnings]})
-    assert data is not None
     order = data.get("execution_order")
     lines = [f"Step {i}: {s}" for i, s in enumerate(steps, 1) if s.strip()]
     if isinstance(order, str) and order.strip():

@@ -42,7 +42,7 @@ from adapt.envs.mcp.client import CallResult, Connection, expand
 from adapt.envs.mcp.config import MCPConfig
 from adapt.envs.mcp.settings import MCPSettings, current_settings, mcp_policy
 from adapt.envs.mcp.workspace import Episode, default_work_dir, new_episode, run_check, shorten
-from adapt.envs.tools import ToolCallError, ToolSpec
+from adapt.envs.tools import ToolCallError, ToolSpec, validate_arguments
 from adapt.envs.verdicts import UNKNOWN, Verification, same_goal
 from adapt.errors import InFlightCallRefused, UserError
 
@@ -219,6 +219,8 @@ class MCPEnvironment(BaseEnvironment):
         if name not in self._tools:
             raise ToolCallError(f"there is no tool {name!r}; the tools are "
                                 f"{', '.join(self._tools) or 'none'}")
+        # the server's own input schema, checked here: the model reads what is wrong
+        validate_arguments(self._tools[name], arguments)
         return grammar.action(name, arguments)
 
     # -- verification: only the registered check decides --------------------------------------

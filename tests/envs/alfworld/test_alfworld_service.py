@@ -64,7 +64,8 @@ async def test_adapt_on_a_generated_game_through_the_service(
             assert "alfworld" in str(environments)
             created = await client.post("/tasks", json={
                 "environment": "alfworld", "environment_config": GAME, "strategy": "adapt",
-                "d_max": 2})
+                "d_max": 2,  # a script: model passes the submission's checks; load_model
+                "executor": {"model": 'script:["look"]'}})  # gives the scripted policy
             assert created.status_code == 202, created.text
             task_id = created.json()["id"]
             stream = await client.get(f"/tasks/{task_id}/events")  # ends with task.finished

@@ -44,8 +44,11 @@ def test_the_conformance_kit_passes_on_a_real_server(tmp_path: Path) -> None:
     with use_settings(tiny(tmp_path)):  # the kit validates configs with the class's model
         report = check_environment(MCPEnvironment,
                                    configs=[{"server": "tiny", "task": "Say hello."}],
-                                   actions=[call("echo", text="hello"), call("big", n=3)])
-    assert "deterministic_steps" in report.passed
+                                   actions=[call("echo", text="hello"), call("big", n=3)],
+                                   # HOME is the episode's own folder
+                                   varying_tools=["environ"])
+    assert "deterministic_steps" in report.passed and "tools" in report.passed
+    assert report.tools == ["big", "echo", "environ", "nap", "note"]
 
 
 def test_tools_carry_the_servers_hints(tmp_path: Path) -> None:

@@ -38,7 +38,10 @@ async def client(sqlite_url: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatc
 
 
 async def post(client: httpx.AsyncClient, config: dict[str, Any]) -> httpx.Response:
+    # a script: model may play any environment (the simulator plays TextCraft only): the
+    # environment_config decides
     return await client.post("/tasks", json={"environment": "mcp", "strategy": "react",
+                                             "executor": {"model": 'script:["x"]'},
                                              "environment_config": config})
 
 

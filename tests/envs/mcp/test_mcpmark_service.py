@@ -23,7 +23,7 @@ from adapt.llm.base import ChatRequest
 from adapt.llm.testing import FunctionModel
 from adapt.settings import Settings
 from tests.support.mcp_servers import git_spec, require_filesystem_server, require_mcpmark
-from tests.support.mcpmark_service import registrations, runnable_tasks, submission
+from tests.support.mcpmark_service import SCRIPTED, registrations, runnable_tasks, submission
 from tests.support.mcpmark_solutions import SCRIPTS, by_task
 
 pytest.importorskip("mcp")
@@ -138,7 +138,7 @@ async def test_a_task_on_the_python_git_server(tmp_path: Path, monkeypatch: pyte
     model = FunctionModel(reply, name="scripted")
     async with service(tmp_path, monkeypatch, sqlite_url, model, extra) as client:
         created = await client.post("/tasks", json={
-            "environment": "mcp", "strategy": "react", "executor": {"model": "sim:textcraft"},
+            "environment": "mcp", "strategy": "react", "executor": {"model": SCRIPTED},
             "environment_config": {"server": "git", "workspace": "notes-repo",
                                    "check": "committed",
                                    "task": "Commit NOTES.md with the message 'Add the release "

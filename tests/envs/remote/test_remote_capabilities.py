@@ -18,6 +18,7 @@ from adapt.envs.textcraft import TextCraft
 from adapt.envs.tools import DeclaresTools, ToolCallError, ToolSpec, declared_tools
 from adapt.envserve import create_app
 from adapt.sim import from_spec
+from tests.engine.toy import ToyEnv
 from tests.support.envserver import serve_app
 
 
@@ -53,7 +54,7 @@ class ToolCraft(TextCraft):
         return f"get {arguments['count']} {arguments['item']}"
 
 
-def served(env_class: type[TextCraft], url: str) -> type[Environment]:
+def served(env_class: type[Environment], url: str) -> type[Environment]:
     install([RemoteSpec(env_class.name, url)], remote_policy(["127.0.0.1/32"]))
     return registry.get(env_class.name)
 
@@ -108,5 +109,6 @@ def test_tools_come_with_the_session_and_their_actions_from_the_server() -> None
         with pytest.raises(ToolCallError, match="give count"):
             env.tool_action("get", {"item": "bamboo"})
         env.close()
-    with serve_app(create_app(RollingTextCraft)) as url:  # no tools: no tool members
-        assert not isinstance(served(RollingTextCraft, url)(), DeclaresTools)
+    assert not isinstance(ToyEnv(), DeclaresTools)
+    with serve_app(create_app(ToyEnv)) as url:  # no tools: no tool members
+        assert not isinstance(served(ToyEnv, url)(), DeclaresTools)
