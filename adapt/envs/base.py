@@ -343,6 +343,9 @@ class BaseEnvironment:
     state_fields: ClassVar[tuple[str, ...]] = ()
     #: package holding ``prompts/<kind>.txt`` files
     prompt_package: ClassVar[str | None] = None
+    #: prompt sets a config may choose (``prompts``): set name -> the kinds it provides, in
+    #: ``prompts/<set>/<kind>.txt``
+    prompt_sets: ClassVar[Mapping[str, Collection[str]]] = {}
     #: the operator's settings this environment reads (servers, credentials, folders): a
     #: pydantic-settings class with the environment's own prefix (e.g. ``ADAPT_SQL_``), read
     #: where the environment needs them; ``adapt docs configuration`` lists its fields.
@@ -363,9 +366,22 @@ class BaseEnvironment:
             raise NotImplementedError(f"{type(self).__name__} implements neither start nor reset")
         return self.start(validate_config(self, config))
 
+    def current_prompt_set(self) -> str | None:
+        """The prompt set the current episode's config chose (``prompts``), or ``None``."""
+        return None
+
     def prompt_template(self, kind: str) -> str:
+        """``prompts/<kind>.txt`` of ``prompt_package``; with a prompt set chosen
+        (``current_prompt_set``), ``prompts/<set>/<kind>.txt`` for the kinds the set has
+        (``prompt_sets``; the other kinds keep the default). A file of the set that is missing
+        raises ``FileNotFoundError``."""
         if self.prompt_package is None:
             raise KeyError(kind)
+        chosen = self.current_prompt_set()
+        if chosen is not None:
+            text = prompt_set_text(self.prompt_package, chosen, kind, self.prompt_sets)
+            if text is not None:
+                return text
         text = package_text(self.prompt_package, "prompts", f"{kind}.txt")
         if text is None:
             raise KeyError(kind)

@@ -40,7 +40,7 @@ from adapt.envs.alfworld.game import Game, task_sentence
 from adapt.envs.alfworld.games import resolve
 from adapt.envs.alfworld.tools import TOOLS
 from adapt.envs.alfworld.verify import check_go, check_take, game_kinds
-from adapt.envs.base import BaseEnvironment, StepResult, package_text, prompt_set_text
+from adapt.envs.base import BaseEnvironment, StepResult, package_text
 from adapt.envs.tools import ToolActions
 from adapt.envs.verdicts import UNKNOWN, Verification, same_goal
 from adapt.errors import InvalidConfig, UserError
@@ -198,18 +198,16 @@ class ALFWorld(ToolActions, BaseEnvironment):
         query is the room, then ``Goal: <goal>.``)."""
         return {"room": self._room}
 
+    def current_prompt_set(self) -> str | None:
+        return None if self._config is None else self._config.prompts
+
     def prompt_template(self, kind: str) -> str:
-        """``prompts/<kind>.txt``; with ``prompts="paper"`` in the config, ``prompts/paper/
-        <kind>.txt`` for the kinds the set has (``prompt_sets``; the other kinds keep the
-        default). A file of the set that is missing raises ``FileNotFoundError``."""
-        if self._config is not None:
-            text = prompt_set_text("adapt.envs.alfworld", self._config.prompts, kind,
-                                   self.prompt_sets)
-            if text is not None:
-                if kind == "stateact":  # the two demonstrations of the game's task type
-                    text = Template(text).safe_substitute(examples=self._stateact_examples())
-                return text
-        return super().prompt_template(kind)
+        """The default or the chosen set's template (``prompt_sets``); the paper StateAct
+        template shows the two demonstrations of the game's task type."""
+        text = super().prompt_template(kind)
+        if kind == "stateact" and kind in self.prompt_sets.get(self.current_prompt_set() or "", ()):
+            text = Template(text).safe_substitute(examples=self._stateact_examples())
+        return text
 
     def _stateact_examples(self) -> str:
         """The paper StateAct set's two demonstrations of this game's task type, as the

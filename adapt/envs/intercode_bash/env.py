@@ -33,7 +33,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from adapt.envs.base import BaseEnvironment, StepResult, prompt_set_text
+from adapt.envs.base import BaseEnvironment, StepResult
 from adapt.envs.intercode_bash.changes import lookup, parse_status, status, status_text
 from adapt.envs.intercode_bash.config import InterCodeBashConfig
 from adapt.envs.intercode_bash.layers import Layers, default_cache_dir, load_prepared, prepare
@@ -330,15 +330,9 @@ class InterCodeBash(ToolActions, BaseEnvironment):
                 parts.append(f"Last output: {output}")
         return " ".join(parts)
 
-    def prompt_template(self, kind: str) -> str:
-        """``prompts/<kind>.txt``; with ``prompts="paper"`` in the config, ``prompts/paper/
-        <kind>.txt`` for the kinds the set has (InterCode's ReAct template: ``executor``)."""
-        if self._config is not None:
-            text = prompt_set_text(f"adapt.envs.{self.name}", self._config.prompts, kind,
-                                   self.prompt_sets)
-            if text is not None:
-                return text
-        return super().prompt_template(kind)
+    def current_prompt_set(self) -> str | None:
+        """``prompts="paper"``: InterCode's ReAct template (``executor``)."""
+        return None if self._config is None else self._config.prompts
 
     def is_failure(self, observation: str) -> bool:
         if self._failed_observation is not None and observation == self._failed_observation:

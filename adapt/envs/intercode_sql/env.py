@@ -44,7 +44,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from adapt.envs.base import BaseEnvironment, StepResult, prompt_set_text
+from adapt.envs.base import BaseEnvironment, StepResult
 from adapt.envs.intercode_sql.config import InterCodeSQLConfig
 from adapt.envs.intercode_sql.loader import Connection, connect, pymysql_module
 from adapt.envs.intercode_sql.reward import reward as intercode_reward
@@ -453,15 +453,9 @@ class InterCodeSQL(ToolActions, BaseEnvironment):
             parts.append(f"Last successful query: {query} ({self._last_count} rows).")
         return " ".join(parts)
 
-    def prompt_template(self, kind: str) -> str:
-        """``prompts/<kind>.txt``; with ``prompts="paper"`` in the config, ``prompts/paper/
-        <kind>.txt`` for the kinds the set has (InterCode's ReAct template: ``executor``)."""
-        if self._config is not None:
-            text = prompt_set_text(f"adapt.envs.{self.name}", self._config.prompts, kind,
-                                   self.prompt_sets)
-            if text is not None:
-                return text
-        return super().prompt_template(kind)
+    def current_prompt_set(self) -> str | None:
+        """``prompts="paper"``: InterCode's ReAct template (``executor``)."""
+        return None if self._config is None else self._config.prompts
 
     def is_failure(self, observation: str) -> bool:
         return observation.startswith(ERROR_PREFIX)

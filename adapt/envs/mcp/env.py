@@ -35,7 +35,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel, ValidationError
 
-from adapt.envs.base import BaseEnvironment, StepResult, invalid_config, prompt_set_text
+from adapt.envs.base import BaseEnvironment, StepResult, invalid_config
 from adapt.envs.journal import RecordedStep, ResumeHistory
 from adapt.envs.mcp import grammar
 from adapt.envs.mcp.client import CallResult, Connection, expand
@@ -244,13 +244,8 @@ class MCPEnvironment(BaseEnvironment):
     def is_failure(self, observation: str) -> bool:
         return observation.startswith((TOOL_ERROR, grammar.INVALID))
 
-    def prompt_template(self, kind: str) -> str:
-        if self._config is not None:
-            text = prompt_set_text("adapt.envs.mcp", self._config.prompts, kind,
-                                   self.prompt_sets)
-            if text is not None:
-                return text
-        return super().prompt_template(kind)
+    def current_prompt_set(self) -> str | None:
+        return None if self._config is None else self._config.prompts
 
     def server_paths(self, config: MCPConfig) -> dict[str, str]:
         """The server folders ``config`` names through registered names (checked against

@@ -31,7 +31,7 @@ from typing import Any, ClassVar
 
 from pydantic import BaseModel
 
-from adapt.envs.base import BaseEnvironment, StepResult, prompt_set_text
+from adapt.envs.base import BaseEnvironment, StepResult
 from adapt.envs.textcraft.book import RecipeBook, load_book
 from adapt.envs.textcraft.config import TextCraftConfig
 from adapt.envs.textcraft.game import Game, explicit_game, game_for_goal, game_for_seed
@@ -210,13 +210,9 @@ class TextCraft(ToolActions, BaseEnvironment):
         return self._game
 
     # -- protocol ------------------------------------------------------------------------------
-    def prompt_template(self, kind: str) -> str:
-        """``prompts/<kind>.txt``; with ``prompts="small"`` or ``"paper"`` in the config,
-        ``prompts/<set>/<kind>.txt`` for the kinds the set has (``prompt_sets``; the other kinds
-        keep the default). A file of the set that is missing raises ``FileNotFoundError``."""
-        text = prompt_set_text(self.prompt_package or "adapt.envs.textcraft", self._prompts, kind,
-                               self.prompt_sets)
-        return super().prompt_template(kind) if text is None else text
+    def current_prompt_set(self) -> str | None:
+        """``prompts="small"`` or ``"paper"`` in the config (``prompt_sets``)."""
+        return self._prompts
 
     @property
     def goal(self) -> str:
