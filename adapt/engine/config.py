@@ -28,6 +28,7 @@ from pydantic import (
     field_validator,
 )
 from pydantic.fields import FieldInfo
+from pydantic_core import PydanticCustomError
 
 from adapt.engine.budget import Budget
 from adapt.engine.executors.registry import EXECUTORS, available_executors
@@ -53,8 +54,10 @@ FROZEN = ConfigDict(extra="forbid", frozen=True)
 
 def _known_kind(value: str) -> str:
     known = available_executors()
-    if value not in known:
-        raise ValueError(f"unknown executor kind {value!r}; available: {', '.join(known)}")
+    if value not in known:  # its own type: a worker tells a kind it lacks from a bad value
+        raise PydanticCustomError(
+            "unknown_executor_kind", "unknown executor kind '{kind}'; available: {available}",
+            {"kind": value, "available": ", ".join(known)})
     return value
 
 

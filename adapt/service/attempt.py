@@ -16,6 +16,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from pydantic import ValidationError
+
 from adapt.engine import run_task
 from adapt.engine.config import ModelSpecs, ResolvedConfig
 from adapt.engine.events import FanoutSink, TreeSink
@@ -33,7 +35,7 @@ from adapt.llm.recording import (
 )
 from adapt.llm.retry import RetryBudget
 from adapt.service.context import ServiceContext
-from adapt.service.errors import TaskGone
+from adapt.service.errors import TaskGone, WrittenByNewerRelease
 from adapt.service.webhooks import WebhookSink
 from adapt.store import task_rows
 from adapt.store import traces as trace_store
@@ -109,11 +111,27 @@ async def prepare_attempt(ctx: ServiceContext, task_id: str, attempt: int) -> At
         raise
 
 
+#: what a config stored by a newer release fails with here: a field, or a value of a closed
+#: set (an executor kind, an option), this release does not know
+NEWER_RELEASE_ERRORS = frozenset({"extra_forbidden", "literal_error", "enum",
+                                  "union_tag_invalid", "unknown_executor_kind"})
+
+
 def stored_config(task: Task) -> ResolvedConfig:
     """The resolved config ``task`` stored (a row written before configs were resolved
-    names its models in its columns)."""
-    return ResolvedConfig.from_stored(task.run_config, executor_model=task.executor_model,
-                                      planner_model=task.planner_model)
+    names its models in its columns). A config that names only what this release does not
+    know raises ``WrittenByNewerRelease``."""
+    try:
+        return ResolvedConfig.from_stored(task.run_config, executor_model=task.executor_model,
+                                          planner_model=task.planner_model)
+    except ValidationError as exc:
+        errors = exc.errors()
+        if errors and all(e["type"] in NEWER_RELEASE_ERRORS for e in errors):
+            unknown = ", ".join(sorted({".".join(str(p) for p in e["loc"]) for e in errors}))
+            raise WrittenByNewerRelease(
+                f"task {task.id}: its config names what this release of adapt does not know "
+                f"({unknown}): a newer release stored it") from exc
+        raise
 
 
 async def _assemble(ctx: ServiceContext, task: Task, attempt: int, env: Environment,

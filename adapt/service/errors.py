@@ -188,3 +188,9 @@ class LeaseLost(WorkerError):
 
 class TaskGone(WorkerError, LookupError):
     """The task row does not exist (or the condition on it failed)."""
+
+
+class WrittenByNewerRelease(WorkerError):
+    """The task's stored config names fields or values this release does not know: a newer
+    release's API stored it while this worker still runs (an upgrade under way). The worker
+    hands the task back for a newer one instead of failing it."""

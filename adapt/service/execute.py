@@ -29,7 +29,7 @@ from adapt.service.attempt import Attempt, prepare_attempt
 from adapt.service.context import LIVENESS_BEATS as LIVENESS_BEATS
 from adapt.service.context import Running
 from adapt.service.context import ServiceContext as ServiceContext
-from adapt.service.errors import LeaseLost
+from adapt.service.errors import LeaseLost, WrittenByNewerRelease
 from adapt.service.faults import is_database_error, public_error
 from adapt.store import task_rows
 from adapt.store import webhooks as webhook_store
@@ -210,6 +210,11 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
         return None
     except Draining:
         log.info("task %s: attempt %d stopped for shutdown", task_id, attempt)
+        return None
+    except WrittenByNewerRelease as exc:
+        # an upgrade under way: a newer worker runs it (the sweeper dispatches it again)
+        log.warning("%s; handed back for a worker of that release", exc)
+        await task_rows.release_leases(ctx.sessions, ctx.worker_id, [task_id])
         return None
     except ProviderUnavailable as exc:
         log.warning("task %s: provider unavailable: %s", task_id, exc)

@@ -1,8 +1,10 @@
-"""An upgrade while tasks run: the previous release's API and worker run tasks on PostgreSQL; the
-new code migrates the database under them; old and new workers run side by side (the old one
-takes tasks submitted to the new API, on the new schema; the new one resumes tasks the old one
-started, once the old one is stopped); every task finishes with the tree of an undisturbed run,
-and no call is paid twice.
+"""An upgrade while tasks run, in the documented order (docs/operations.md): the previous
+release's API and worker run tasks on PostgreSQL; the new code migrates the database under them;
+old and new workers run side by side on tasks the old API takes, on the new schema; the old
+worker is stopped and the new one resumes its tasks; then the new API takes tasks. Every task
+finishes with the tree of an undisturbed run, and no call is paid twice. (A worker of the
+release before that finds a config only a newer API stores hands the task back from 0.2.0 on:
+tests/service/test_stored_configs.py; 0.1.0's would fail it, hence workers before the API.)
 
 The previous release is the newest ``v*`` tag merged into HEAD (not HEAD itself), checked out
 into a temporary git worktree; ``ADAPT_UPGRADE_FROM`` names another commit to start from (e.g.
@@ -52,7 +54,8 @@ from tests.support.workers import (
 pytestmark = pytest.mark.slow
 
 SEEDS_BEFORE = [101, 102, 103, 104]  # submitted to the old API, before the migration
-SEEDS_AFTER = [105, 106, 107]  # submitted to the new API, after it
+SEEDS_BESIDE = [105, 106]  # to the old API after it, while old and new workers run side by side
+SEEDS_AFTER = [107]  # to the new API, once the old workers are gone
 
 
 def git(*args: str) -> str:
@@ -245,7 +248,8 @@ async def test_old_and_new_workers_share_an_upgrade(old_release: Path, tmp_path:
             old.run("db", "upgrade")  # the previous release's schema
             old_worker = workers.start(root=old_release, concurrency=8, **settings)
             old_worker.wait_ready()
-            ids = submit(old.serve(free_port()), http_spec(sim.base_url), SEEDS_BEFORE)
+            old_api = old.serve(free_port())
+            ids = submit(old_api, http_spec(sim.base_url), SEEDS_BEFORE)
             await wait_calls(sessions, 4)
 
             said = new.run("db", "upgrade")  # under the old worker's running tasks
@@ -254,12 +258,15 @@ async def test_old_and_new_workers_share_an_upgrade(old_release: Path, tmp_path:
             assert "up to date" in new.run("db", "check")
             new_worker = workers.start(concurrency=8, **settings)
             new_worker.wait_ready()
-            ids += submit(new.serve(free_port()), http_spec(sim.base_url), SEEDS_AFTER)
+            # workers first: the old API's tasks (old configs, new schema) run on either
+            ids += submit(old_api, http_spec(sim.base_url), SEEDS_BESIDE)
             await wait_calls(sessions, await calls_recorded(sessions) + 10)  # side by side
             assert not await all_final(sessions, ids)  # the new worker resumes the rest
             assert old_worker.stop() == 0, old_worker.tail()  # hands its tasks back
+            # then the API: what it stores, only this release's workers read
+            ids += submit(new.serve(free_port()), http_spec(sim.base_url), SEEDS_AFTER)
 
-            seeds = SEEDS_BEFORE + SEEDS_AFTER
+            seeds = SEEDS_BEFORE + SEEDS_BESIDE + SEEDS_AFTER
             await finished(sessions, ids, workers)
             persisted: Any = None
             for task_id, seed in zip(ids, seeds, strict=True):

@@ -88,3 +88,49 @@ async def test_a_row_stored_before_configs_were_resolved_still_runs(ctx: Service
     assert config.models == ModelSpecs(executor=(WEAK, STRONG), planner=WEAK)
     assert await execute_task(ctx, task_id) == "succeeded"
     assert len(await attempt_labels(ctx, task_id)) >= 2
+
+
+async def task_state(ctx: ServiceContext, task_id: str) -> Task:
+    async with ctx.sessions() as session:
+        task = await session.get(Task, task_id)
+        assert task is not None
+        return task
+
+
+@pytest.mark.parametrize(("newer", "named"), [
+    ({"approval": {"plans": True}}, "approval"),  # a section this release does not know
+    ({"executor": {"kind": "a-later-kind"}}, "kind"),  # a value it does not know
+], ids=["field", "value"])
+async def test_a_config_a_newer_release_stored_is_handed_back_not_failed(
+        ctx: ServiceContext, newer: dict[str, Any], named: str,
+        caplog: pytest.LogCaptureFixture) -> None:
+    """During an upgrade the new API may store what an old worker cannot read; the old worker
+    hands the task back (lease released, no error, no node) for a newer worker to run."""
+    resolved, _ = resolve_config(RunConfig(d_max=2), TextCraft,
+                                 models=ModelSpecs(executor=(WEAK,), planner=WEAK))
+    stored = resolved.model_dump(mode="json")
+    task_id = await insert(ctx, {**stored, **{k: {**stored.get(k, {}), **v}
+                                             for k, v in newer.items()}},
+                           executor_model=WEAK, planner_model=WEAK)
+    assert await execute_task(ctx, task_id) is None
+    task = await task_state(ctx, task_id)
+    assert task.status == "running" and task.lease_owner is None and task.error is None
+    assert task.lease_expires_at is not None and task.lease_expires_at <= task.updated_at
+    assert await attempt_labels(ctx, task_id) == []
+    assert "a newer release stored it" in caplog.text and named in caplog.text
+    # a worker of the newer release (here: the config it can read) runs it at once
+    async with ctx.sessions.begin() as session:
+        row = await session.get(Task, task_id)
+        assert row is not None
+        row.run_config = stored
+    assert await execute_task(ctx, task_id) in ("succeeded", "failed")  # ran, to its end
+    assert await attempt_labels(ctx, task_id) != [] or (await task_state(ctx, task_id)).finished_at
+
+
+async def test_a_config_that_is_wrong_still_fails_the_task(ctx: ServiceContext) -> None:
+    resolved, _ = resolve_config(RunConfig(d_max=2), TextCraft,
+                                 models=ModelSpecs(executor=(WEAK,), planner=WEAK))
+    task_id = await insert(ctx, {**resolved.model_dump(mode="json"), "seed": "seven"},
+                           executor_model=WEAK, planner_model=WEAK)
+    assert await execute_task(ctx, task_id) == "error"
+    assert (await task_state(ctx, task_id)).status == "error"
