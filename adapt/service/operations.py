@@ -18,13 +18,13 @@ from adapt.engine.strategies import available_strategies
 from adapt.envs import registry
 from adapt.envs.registry import EnvironmentInfo
 from adapt.settings import Settings
+from adapt.store import metrics as running_totals
 from adapt.store.queries import Histogram as Histogram
 from adapt.store.queries import MetricsSnapshot as MetricsSnapshot
 from adapt.store.traces import DURATION_BUCKETS as DURATION_BUCKETS
 from adapt.store.traces import SPANS_DROPPED as SPANS_DROPPED
 from adapt.store.traces import TOKEN_BUCKETS as TOKEN_BUCKETS
 from adapt.store.traces import GenAIHistograms as GenAIHistograms
-from adapt.store import metrics as running_totals
 from adapt.store.traces import counter_values
 from adapt.store.workers import live_workers
 

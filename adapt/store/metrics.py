@@ -142,11 +142,10 @@ async def _lock(session: AsyncSession) -> Figures:
             .values(updated_at=utcnow()).returning(MetricsRollup.data))
     found = (await session.execute(stmt)).one_or_none()
     if found is None:
-        if session.get_bind().dialect.name == "postgresql":
-            from sqlalchemy.dialects.postgresql import insert
-        else:
-            from sqlalchemy.dialects.sqlite import insert
-        await session.execute(insert(MetricsRollup).values(
+        from sqlalchemy.dialects import postgresql, sqlite
+
+        dialect = postgresql if session.get_bind().dialect.name == "postgresql" else sqlite
+        await session.execute(dialect.insert(MetricsRollup).values(
             name=ROLLUP, data={}, updated_at=utcnow()).on_conflict_do_nothing())
         found = (await session.execute(stmt)).one()
     return Figures.from_json(dict(found[0] or {}))

@@ -81,7 +81,7 @@ def list_tasks_statement(
     cursor: str | None = None,
     limit: int = 20,
     id_prefix: str | None = None,
-) -> Select[tuple[Task]]:
+) -> Select[Task]:
     """The statement of :func:`list_tasks` (``limit + 1`` rows, to tell the last page)."""
     after = decode_cursor(cursor) if cursor else None
     stmt = select(Task).where(Task.tenant == tenant)

@@ -30,8 +30,8 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from adapt.engine.events import EventType, FinishedData, ResumedData
 from adapt.engine.tree import FINAL_STATUSES
 from adapt.service.errors import TaskGone as TaskGone
-from adapt.store.models import EventRow, LLMCallRow, NodeRow, Task, utcnow
 from adapt.store import metrics
+from adapt.store.models import EventRow, LLMCallRow, NodeRow, Task, utcnow
 from adapt.store.responses import full_response
 from adapt.store.text import storable
 

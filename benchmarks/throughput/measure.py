@@ -24,12 +24,10 @@ from __future__ import annotations
 
 import asyncio
 import itertools
-import os
 import statistics
 import time
 import uuid
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select

@@ -155,3 +155,16 @@ async def test_a_resumed_or_deleted_task_leaves_the_running_totals(
     rows = await from_rows(sessions)
     assert rows["snapshot"]["llm_calls"] == 3 and rows["genai"][0]["model"] == "sim:a"
     assert await scrape(sessions, grace=0) == rows
+
+
+async def test_the_totals_row_is_created_when_missing(
+        sessions: async_sessionmaker[AsyncSession]) -> None:
+    from adapt.store.models import MetricsRollup
+
+    await add_task(sessions, "s1", "succeeded")
+    async with sessions.begin() as session:
+        await session.execute(delete(MetricsRollup))
+    assert await scrape(sessions, grace=0) == await from_rows(sessions)
+    assert await folded(sessions) == 1
+    async with sessions() as session:
+        assert await session.scalar(select(func.count()).select_from(MetricsRollup)) == 1
