@@ -156,24 +156,29 @@ async def _store(session: AsyncSession, totals: Figures) -> None:
                           .values(data=totals.to_json(), updated_at=utcnow()))
 
 
-async def fold(session: AsyncSession, *, batch: int = FOLD_BATCH,
-               grace: float = FOLD_GRACE) -> int:
-    """Fold up to ``batch`` settled finished tasks into the running totals, in the caller's
-    transaction (which holds the rollup row's lock from here on); how many were folded."""
-    totals = await _lock(session)
+async def _fold(session: AsyncSession, totals: Figures, batch: int,
+                grace: float) -> tuple[Figures, int]:
     settled = utcnow() - timedelta(seconds=grace)
     ids = list((await session.execute(
         select(Task.id).where(~Task.metrics_folded, Task.status.in_(FINAL_STATUSES),
                               Task.updated_at <= settled).limit(batch))).scalars())
     if not ids:
-        return 0
+        return totals, 0
     chosen = Task.id.in_(ids)
-    # ``updated_at`` kept: the mark is the totals' bookkeeping, not a change of the task
     totals = totals.plus(await aggregate(session, chosen))
-    await session.execute(update(Task).where(chosen).values(metrics_folded=True, updated_at=Task.updated_at)
+    # ``updated_at`` kept: the mark is the totals' bookkeeping, not a change of the task
+    await session.execute(update(Task).where(chosen)
+                          .values(metrics_folded=True, updated_at=Task.updated_at)
                           .execution_options(synchronize_session=False))
     await _store(session, totals)
-    return len(ids)
+    return totals, len(ids)
+
+
+async def fold(session: AsyncSession, *, batch: int = FOLD_BATCH,
+               grace: float = FOLD_GRACE) -> int:
+    """Fold up to ``batch`` settled finished tasks into the running totals, in the caller's
+    transaction (which holds the rollup row's lock from here on); how many were folded."""
+    return (await _fold(session, await _lock(session), batch, grace))[1]
 
 
 async def unfold(session: AsyncSession, scope: Any) -> int:
@@ -197,8 +202,8 @@ async def current(session: AsyncSession, *, batch: int = FOLD_BATCH,
     """One scrape's figures: fold what is settled, then the running totals plus the unfolded
     tasks' rows, read under the rollup lock. Commits (the lock is held until then)."""
     try:
-        await fold(session, batch=batch, grace=grace)
-        figures = (await _lock(session)).plus(await aggregate(session, ~Task.metrics_folded))
+        totals, _ = await _fold(session, await _lock(session), batch, grace)
+        figures = totals.plus(await aggregate(session, ~Task.metrics_folded))
         figures.snapshot.live_workers = await live_workers(session)
         await session.commit()
     except BaseException:

@@ -261,8 +261,9 @@ def in_scope(task_id: Any, scope: Any | None) -> Any:
 
 async def metrics_snapshot(session: AsyncSession, scope: Any | None = None) -> MetricsSnapshot:
     """Aggregates of the tasks ``scope`` selects (a condition on ``Task``; None: every task of
-    every tenant) and of their nodes and calls, five statements. ``adapt.store.metrics`` adds
-    the running totals of the folded tasks to those of the others."""
+    every tenant, with the live workers) and of their nodes and calls, four statements (five
+    with the workers). ``adapt.store.metrics`` adds the running totals of the folded tasks to
+    those of the others."""
     snap = MetricsSnapshot(tasks_by_status=dict.fromkeys(TASK_STATUSES, 0))
     tasks = true() if scope is None else scope
     rows = (await session.execute(
@@ -291,7 +292,8 @@ async def metrics_snapshot(session: AsyncSession, scope: Any | None = None) -> M
         int(calls[0]), int(calls[1]), int(calls[2]))
     snap.cost_usd = float(calls[3])
     snap.llm_retries = int(calls[5])
-    snap.live_workers = await live_workers(session)
+    if scope is None:  # a part's figures leave the live workers to the caller
+        snap.live_workers = await live_workers(session)
     snap.llm_latency = Histogram(
         [(b, int(n)) for b, n in zip(LATENCY_BUCKETS, calls[6:], strict=True)],
         snap.llm_calls, float(calls[4]),
