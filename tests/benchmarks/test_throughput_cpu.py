@@ -68,3 +68,17 @@ def test_each_party_per_call_and_their_sum_are_printed() -> None:
     nan = cpu_per_call(before, {**after, "pg_workers": math.nan}, 1000)
     assert "not measured" in format_table({**result, **nan})
     assert process_cpu() > 0
+
+
+def test_a_steady_run_replaces_finished_tasks_and_measures_its_window() -> None:
+    """Embedded runner on SQLite, 4 tasks kept running for 3 s at 50 ms per call: tasks
+    finish in the window and new ones take their place."""
+    from benchmarks.throughput.__main__ import run
+
+    result = run(tasks=4, latency=0.05, mode="inprocess", steady=3.0)
+    assert result["steady"] and result["tasks"] == 4
+    assert result["replaced"] > 0 and result["tasks_run"] >= 4 + result["replaced"]
+    assert result["succeeded"] == result["tasks_run"]
+    assert result["window_s"] == pytest.approx(3.0, abs=1.0)
+    assert 0 < result["efficiency"] <= 1.2 and result["cpu_ms_per_call"] > 0
+    assert math.isnan(result["cpu_ms_per_call_driver"])  # the driver is the runner here
