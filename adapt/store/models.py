@@ -77,9 +77,10 @@ class Task(Base):
         Index("ix_tasks_tenant_environment", "tenant", "environment", "created_at", "id"),
         Index("ix_tasks_tenant_strategy", "tenant", "strategy", "created_at", "id"),
         Index("ix_tasks_tenant_status", "tenant", "status", "created_at", "id"),
-        # the tasks /metrics still aggregates row by row (adapt.store.metrics): few at any size
+        # the tasks /metrics still aggregates row by row (adapt.store.metrics): few at any size;
+        # each predicate as SQLAlchemy writes ``~Task.metrics_folded`` there, so both use it
         Index("ix_tasks_metrics_live", "status", postgresql_where=text("NOT metrics_folded"),
-              sqlite_where=text("NOT metrics_folded")),
+              sqlite_where=text("metrics_folded = 0")),
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)

@@ -39,7 +39,7 @@ def upgrade() -> None:
                         ["tenant", column, "created_at", "id"])
     op.create_index("ix_tasks_metrics_live", "tasks", ["status"],
                     postgresql_where=sa.text("NOT metrics_folded"),
-                    sqlite_where=sa.text("NOT metrics_folded"))
+                    sqlite_where=sa.text("metrics_folded = 0"))
     json_type = sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql")
     rollup = op.create_table(
         "metrics_rollup",
