@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
@@ -168,3 +169,22 @@ async def test_the_totals_row_is_created_when_missing(
     assert await folded(sessions) == 1
     async with sessions() as session:
         assert await session.scalar(select(func.count()).select_from(MetricsRollup)) == 1
+
+
+async def test_concurrent_scrapes_fold_each_task_once(pg_url: str) -> None:
+    """API replicas scraping at once (PostgreSQL): each waits for the totals' row lock, so no
+    task is folded twice and every scrape equals the rows."""
+    engine = create_engine(pg_url)
+    try:
+        sessions = session_factory(engine)
+        for i in range(12):
+            await add_task(sessions, f"t{i}", "succeeded" if i % 3 else "failed",
+                           calls=1 + i % 3, model=f"sim:{i % 2}")
+        rows = await from_rows(sessions)
+        scrapes = await asyncio.gather(*(scrape(sessions, batch=2, grace=0) for _ in range(5)))
+        assert all(s == rows for s in scrapes)
+        assert await folded(sessions) == 10
+        assert await scrape(sessions, batch=2, grace=0) == rows
+        assert await folded(sessions) == 12
+    finally:
+        await engine.dispose()
