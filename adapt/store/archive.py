@@ -22,9 +22,10 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from adapt.store.models import EventRow, LLMCallRow, NodeRow, PromptBlock, StepRow, Task
 from adapt.store.prompts import chain_blocks
 
-#: task columns an archive leaves out: whose the task is, and a worker's lease on it
+#: task columns an archive leaves out: whose the task is, a worker's lease on it, and whether
+#: this deployment's /metrics running totals hold it (an imported task is not in the others')
 TASK_PRIVATE = frozenset({"tenant", "idempotency_key", "request_hash", "lease_owner",
-                          "lease_expires_at", "heartbeat_at"})
+                          "lease_expires_at", "heartbeat_at", "metrics_folded"})
 #: the archive's sections: name -> table (rows keyed by the task id carry no ``task_id``)
 SECTIONS: dict[str, Table] = {
     "nodes": NodeRow.__table__,  # type: ignore[dict-item]

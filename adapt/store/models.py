@@ -73,6 +73,14 @@ class Task(Base):
         UniqueConstraint("tenant", "idempotency_key", name="uq_tasks_tenant_idempotency_key"),
         Index("ix_tasks_tenant_created", "tenant", "created_at", "id"),
         Index("ix_tasks_status_lease", "status", "lease_expires_at"),
+        # the list filters, newest first, with the cursor's row comparison (0015)
+        Index("ix_tasks_tenant_environment", "tenant", "environment", "created_at", "id"),
+        Index("ix_tasks_tenant_strategy", "tenant", "strategy", "created_at", "id"),
+        Index("ix_tasks_tenant_status", "tenant", "status", "created_at", "id"),
+        # the tasks /metrics still aggregates row by row (adapt.store.metrics): few at any size;
+        # each predicate as SQLAlchemy writes ``~Task.metrics_folded`` there, so both use it
+        Index("ix_tasks_metrics_live", "status", postgresql_where=text("NOT metrics_folded"),
+              sqlite_where=text("metrics_folded = 0")),
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
@@ -114,6 +122,9 @@ class Task(Base):
     lease_expires_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     heartbeat_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     last_seq: Mapped[int] = mapped_column(Integer, default=0)
+    #: its figures are in the ``/metrics`` running totals (``adapt.store.metrics``)
+    metrics_folded: Mapped[bool] = mapped_column(Boolean, default=False,
+                                                 server_default=sa_false())
 
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
@@ -319,6 +330,17 @@ class Counter(Base):
 
     name: Mapped[str] = mapped_column(String(64), primary_key=True)
     value: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class MetricsRollup(Base):
+    """The ``/metrics`` figures of every folded task (``tasks.metrics_folded``) as one JSON
+    document (``adapt.store.metrics``): a scrape adds the few unfolded tasks to it."""
+
+    __tablename__ = "metrics_rollup"
+
+    name: Mapped[str] = mapped_column(String(64), primary_key=True)
+    data: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
 
 class WebhookEndpoint(Base):

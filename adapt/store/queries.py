@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any
 
-from sqlalchemy import Float, and_, case, cast, func, or_, select
+from sqlalchemy import Float, Select, and_, case, cast, func, select, true, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapt.engine.tree import FINAL_STATUSES, TASK_STATUSES
@@ -72,6 +72,35 @@ class TaskPage:
     next_cursor: str | None
 
 
+def list_tasks_statement(
+    tenant: str,
+    *,
+    status: str | None = None,
+    environment: str | None = None,
+    strategy: str | None = None,
+    cursor: str | None = None,
+    limit: int = 20,
+    id_prefix: str | None = None,
+) -> Select[Task]:
+    """The statement of :func:`list_tasks` (``limit + 1`` rows, to tell the last page)."""
+    after = decode_cursor(cursor) if cursor else None
+    stmt = select(Task).where(Task.tenant == tenant)
+    if id_prefix:
+        stmt = stmt.where(Task.id.startswith(id_prefix, autoescape=True))
+    if status is not None:
+        stmt = stmt.where(Task.status == status)
+    if environment is not None:
+        stmt = stmt.where(Task.environment == environment)
+    if strategy is not None:
+        stmt = stmt.where(Task.strategy == strategy)
+    if after is not None:
+        # a row comparison: an index condition on (tenant[, filter], created_at, id) at any
+        # depth, where ``created_at < c OR (created_at = c AND id < i)`` filters row by row
+        # (SQLite >= 3.15 has row values too)
+        stmt = stmt.where(tuple_(Task.created_at, Task.id) < tuple_(*after))
+    return stmt.order_by(Task.created_at.desc(), Task.id.desc()).limit(limit + 1)
+
+
 async def list_tasks(
     session: AsyncSession,
     tenant: str,
@@ -85,23 +114,9 @@ async def list_tasks(
 ) -> TaskPage:
     """Newest first; ``next_cursor`` is None on the last page. ``id_prefix``: only tasks
     whose id starts with it (hex digits, checked by the caller)."""
-    after = decode_cursor(cursor) if cursor else None
-    stmt = select(Task).where(Task.tenant == tenant)
-    if id_prefix:
-        stmt = stmt.where(Task.id.startswith(id_prefix, autoescape=True))
-    if status is not None:
-        stmt = stmt.where(Task.status == status)
-    if environment is not None:
-        stmt = stmt.where(Task.environment == environment)
-    if strategy is not None:
-        stmt = stmt.where(Task.strategy == strategy)
-    if after is not None:
-        created_at, task_id = after
-        stmt = stmt.where(or_(
-            Task.created_at < created_at,
-            and_(Task.created_at == created_at, Task.id < task_id),
-        ))
-    stmt = stmt.order_by(Task.created_at.desc(), Task.id.desc()).limit(limit + 1)
+    stmt = list_tasks_statement(tenant, status=status, environment=environment,
+                                strategy=strategy, cursor=cursor, limit=limit,
+                                id_prefix=id_prefix)
     rows = list((await session.execute(stmt)).scalars().all())
     more = len(rows) > limit
     rows = rows[:limit]
@@ -239,19 +254,29 @@ def _wall_seconds(dialect: str) -> Any:
     return (func.julianday(Task.finished_at) - func.julianday(Task.started_at)) * 86400.0
 
 
-async def metrics_snapshot(session: AsyncSession) -> MetricsSnapshot:
-    """Database-wide aggregates (all tenants), five statements."""
+def in_scope(task_id: Any, scope: Any | None) -> Any:
+    """``task_id IN (SELECT id FROM tasks WHERE scope)``, or true when ``scope`` is None."""
+    return true() if scope is None else task_id.in_(select(Task.id).where(scope))
+
+
+async def metrics_snapshot(session: AsyncSession, scope: Any | None = None) -> MetricsSnapshot:
+    """Aggregates of the tasks ``scope`` selects (a condition on ``Task``; None: every task of
+    every tenant, with the live workers) and of their nodes and calls, four statements (five
+    with the workers). ``adapt.store.metrics`` adds the running totals of the folded tasks to
+    those of the others."""
     snap = MetricsSnapshot(tasks_by_status=dict.fromkeys(TASK_STATUSES, 0))
+    tasks = true() if scope is None else scope
     rows = (await session.execute(
         select(Task.status, func.count(), func.coalesce(
             func.sum(case((Task.cancel_requested, 1), else_=0)), 0))
-        .group_by(Task.status)
+        .where(tasks).group_by(Task.status)
     )).all()
     for status, count, cancels in rows:
         snap.tasks_by_status[str(status)] = int(count)
         snap.cancel_requested += int(cancels)
 
-    snap.nodes = int(await session.scalar(select(func.count()).select_from(NodeRow)) or 0)
+    snap.nodes = int(await session.scalar(
+        select(func.count()).select_from(NodeRow).where(in_scope(NodeRow.task_id, scope))) or 0)
 
     latency = cast(LLMCallRow.latency_s, Float)
     calls = (await session.execute(select(
@@ -262,12 +287,13 @@ async def metrics_snapshot(session: AsyncSession) -> MetricsSnapshot:
         func.coalesce(func.sum(latency), 0.0),
         func.coalesce(func.sum(LLMCallRow.retries), 0),
         *_le_counts(latency, LATENCY_BUCKETS),
-    ).select_from(LLMCallRow))).one()
+    ).select_from(LLMCallRow).where(in_scope(LLMCallRow.task_id, scope)))).one()
     snap.llm_calls, snap.prompt_tokens, snap.completion_tokens = (
         int(calls[0]), int(calls[1]), int(calls[2]))
     snap.cost_usd = float(calls[3])
     snap.llm_retries = int(calls[5])
-    snap.live_workers = await live_workers(session)
+    if scope is None:  # a part's figures leave the live workers to the caller
+        snap.live_workers = await live_workers(session)
     snap.llm_latency = Histogram(
         [(b, int(n)) for b, n in zip(LATENCY_BUCKETS, calls[6:], strict=True)],
         snap.llm_calls, float(calls[4]),
@@ -277,7 +303,7 @@ async def metrics_snapshot(session: AsyncSession) -> MetricsSnapshot:
     timed = and_(Task.started_at.is_not(None), Task.finished_at.is_not(None))
     walls = (await session.execute(
         select(func.count(), func.coalesce(func.sum(wall), 0.0), *_le_counts(wall, WALL_BUCKETS))
-        .where(timed)
+        .where(timed, tasks)
     )).one()
     snap.task_wall = Histogram(
         [(b, int(n)) for b, n in zip(WALL_BUCKETS, walls[2:], strict=True)],

@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from adapt.engine.events import EventType, FinishedData, ResumedData
 from adapt.engine.tree import FINAL_STATUSES
 from adapt.service.errors import TaskGone as TaskGone
+from adapt.store import metrics
 from adapt.store.models import EventRow, LLMCallRow, NodeRow, Task, utcnow
 from adapt.store.responses import full_response
 from adapt.store.text import storable
@@ -181,6 +182,8 @@ async def requeue(session: AsyncSession, task: Task) -> bool:
     row is refreshed. False when the task is not in that state (e.g. resumed concurrently)."""
     now = utcnow()
     error = task.error
+    # its figures leave the /metrics running totals before its rows change again
+    await metrics.unfold(session, Task.id == task.id)
     seq = await _transition(
         session, task.id, (Task.status == "error", Task.result.is_(None)),
         dict(status="queued", error=None, finished_at=None, cancel_requested=False,
@@ -395,10 +398,12 @@ async def delete_finished(session: AsyncSession, task_ids: Sequence[str], *,
     ``adapt.store.prompts.collect_blocks``)."""
     if not task_ids:
         return []
-    stmt = delete(Task).where(Task.id.in_(list(task_ids)), Task.status.in_(FINAL_STATUSES))
+    chosen = Task.id.in_(list(task_ids)) & Task.status.in_(FINAL_STATUSES)
     if tenant is not None:
-        stmt = stmt.where(Task.tenant == tenant)
-    rows = await session.execute(stmt.returning(Task.id)
+        chosen = chosen & (Task.tenant == tenant)
+    # deleted tasks leave the /metrics running totals as they leave the rows
+    await metrics.unfold(session, chosen)
+    rows = await session.execute(delete(Task).where(chosen).returning(Task.id)
                                  .execution_options(synchronize_session=False))
     return [str(i) for i in rows.scalars()]
 

@@ -17,6 +17,7 @@ from adapt.engine.tree import FINAL_STATUSES
 from adapt.store.event_log import StoredEvent, read_events
 from adapt.store.models import Counter, EventRow, LLMCallRow, Task
 from adapt.store.prompts import StoredPrompt, call_prompts
+from adapt.store.queries import in_scope
 from adapt.store.responses import full_response
 
 #: spans a worker dropped (queue full, export failed): ``adapt_otel_spans_dropped``
@@ -141,9 +142,11 @@ def _le(column: Any, bounds: Sequence[float]) -> list[Any]:
     return [func.coalesce(func.sum(case((column <= b, 1), else_=0)), 0) for b in bounds]
 
 
-async def genai_histograms(session: AsyncSession) -> list[GenAIHistograms]:
-    """Every recorded call (all tenants), grouped by operation (``chat`` when the call sent
-    chat messages, else ``text_completion``) and requested model: one statement."""
+async def genai_histograms(session: AsyncSession,
+                           scope: Any | None = None) -> list[GenAIHistograms]:
+    """Every recorded call (all tenants; ``scope``: of the tasks that condition on ``Task``
+    selects), grouped by operation (``chat`` when the call sent chat messages, else
+    ``text_completion``) and requested model: one statement."""
     operation = case((LLMCallRow.chat.is_(True), "chat"), else_="text_completion")
     # the model asked for (gen_ai.request.model); rows from before 0012 know the response's only
     model = func.coalesce(LLMCallRow.request_model, LLMCallRow.model)
@@ -157,6 +160,7 @@ async def genai_histograms(session: AsyncSession) -> list[GenAIHistograms]:
                *_le(LLMCallRow.prompt_tokens, TOKEN_BUCKETS),
                *_le(LLMCallRow.completion_tokens, TOKEN_BUCKETS),
                *_le(latency, DURATION_BUCKETS))
+        .where(in_scope(LLMCallRow.task_id, scope))
         .group_by(operation, model))).all()
     out: list[GenAIHistograms] = []
     for row in rows:

@@ -3,6 +3,7 @@ drives the workers it measures; the measurement is :mod:`benchmarks.throughput.m
 
     python -m benchmarks.throughput [--tasks 200] [--latency 1.0] [--mode worker|inprocess]
                                        [--database-url URL] [--broker-url URL] [--processes 1]
+                                       [--steady SECONDS]
 
 The simulated TextCraft model is served over HTTP by the simulator's server (in its own
 process) with ``latency`` seconds per completion. ``worker`` mode runs one real Celery worker
@@ -13,6 +14,11 @@ not counted.
 Without ``--database-url`` a throw-away database is created (PostgreSQL: on
 ``ADAPT_BENCH_POSTGRES_URL``, default ``postgresql://postgres@127.0.0.1:5432/postgres``; SQLite:
 a temporary file) and dropped afterwards.
+
+Besides the worker's CPU, the PostgreSQL backends' CPU (read from ``/proc``: the server must
+run on this host) and this driver's own are printed as separate lines. ``--steady SECONDS``:
+instead of one burst of ``tasks`` tasks, keep ``tasks`` running (a new one queued as each
+finishes) and measure a window of that length (``measure.measure_steady``).
 """
 
 from __future__ import annotations
@@ -35,12 +41,14 @@ from adapt.settings import Settings
 from adapt.store.db import create_engine, session_factory
 from benchmarks.perfkit import scratch_database
 from benchmarks.processes import bench_env, logged_process, sim_server
+from benchmarks.throughput.cpu import DRIVER_APP, backend_cpu
 from benchmarks.throughput.measure import (
     DEFAULT_BROKER,
     SIM_SPEC,
     format_table,
     insert_tasks,
     measure,
+    measure_steady,
     warm_up,
 )
 from workers.celery_app import create_app
@@ -71,16 +79,25 @@ def _wait_worker_ready(broker_url: str, queue: str, pid: int, timeout: float = 6
         probe.close()
 
 
+def _driver_engine(url: str) -> Any:
+    """The driver's engine; on PostgreSQL its connections name themselves ``DRIVER_APP``, so
+    that their backends' CPU is told from the workers'."""
+    if url.startswith("postgresql"):
+        return create_engine(url, connect_args={
+            "server_settings": {"application_name": DRIVER_APP}})
+    return create_engine(url)
+
+
 async def _run_worker_mode(
     url: str, broker_url: str, spec: str, n: int, latency: float, log_dir: Path,
-    processes: int = 1,
+    processes: int = 1, steady: float = 0.0,
 ) -> dict[str, Any]:
     queue = f"adapt-bench-{uuid.uuid4().hex[:8]}"
     per_process = max(-(-n // processes), 1)
     base_url = spec.rsplit("@", 1)[1]  # the simulator's endpoint, which tasks may name
     env = bench_env(ADAPT_DATABASE_URL=url, ADAPT_BROKER_URL=broker_url, ADAPT_CELERY_QUEUE=queue,
                ADAPT_LLM_ENDPOINTS=json.dumps([base_url]))
-    engine = create_engine(url)
+    engine = _driver_engine(url)
     sessions = session_factory(engine)
     dispatcher = CeleryDispatcher(broker_url, queue=queue)
     args = [sys.executable, "-c", _WORKER_SCRIPT, str(per_process)]
@@ -92,11 +109,18 @@ async def _run_worker_mode(
                 await asyncio.to_thread(_wait_worker_ready, broker_url, queue, proc.pid)
             await warm_up(sessions, dispatcher.dispatch, spec, 60 + 50 * latency)
             ids = await insert_tasks(sessions, n, spec)
-            result = await measure(sessions, ids, dispatcher.dispatch, latency=latency,
-                                   concurrency=per_process * processes,
-                                   timeout=60 + 200 * latency,
-                                   pid=procs[0].pid if processes == 1 else None)
-            if processes > 1:  # every worker's CPU, not this process's
+            with backend_cpu(url) as backends:
+                if steady > 0:
+                    result = await measure_steady(
+                        sessions, ids, dispatcher.dispatch, spec, latency=latency,
+                        concurrency=per_process * processes, duration=steady,
+                        timeout=60 + 200 * latency, pid=procs[0].pid, backends=backends)
+                else:
+                    result = await measure(sessions, ids, dispatcher.dispatch, latency=latency,
+                                           concurrency=per_process * processes,
+                                           timeout=60 + 200 * latency, pid=procs[0].pid,
+                                           backends=backends)
+            if processes > 1:  # every worker's CPU, not the first's
                 result["cpu_ms_per_call"] = float("nan")
             return result
     finally:
@@ -112,7 +136,8 @@ async def _run_worker_mode(
             client.close()
 
 
-async def _run_inprocess_mode(url: str, spec: str, n: int, latency: float) -> dict[str, Any]:
+async def _run_inprocess_mode(url: str, spec: str, n: int, latency: float,
+                              steady: float = 0.0) -> dict[str, Any]:
     concurrency = max(n, 1)
     settings = Settings.model_validate({"ADAPT_DATABASE_URL": url, "concurrency": concurrency,
                                         "llm_endpoints": [spec.rsplit("@", 1)[1]]})
@@ -122,6 +147,10 @@ async def _run_inprocess_mode(url: str, spec: str, n: int, latency: float) -> di
     try:
         await warm_up(sessions, runner.dispatch, spec, 60 + 50 * latency)
         ids = await insert_tasks(sessions, n, spec)
+        if steady > 0:
+            return await measure_steady(sessions, ids, runner.dispatch, spec, latency=latency,
+                                        concurrency=concurrency, duration=steady,
+                                        timeout=60 + 200 * latency)
         return await measure(sessions, ids, runner.dispatch, latency=latency,
                              concurrency=concurrency, timeout=60 + 200 * latency)
     finally:
@@ -132,9 +161,11 @@ async def _run_inprocess_mode(url: str, spec: str, n: int, latency: float) -> di
 def run(
     tasks: int = 200, latency: float = 1.0, mode: str = "worker",
     database_url: str | None = None, broker_url: str = DEFAULT_BROKER, processes: int = 1,
+    steady: float = 0.0,
 ) -> dict[str, Any]:
     """Run the benchmark; returns the numbers (see :func:`measure`) plus the mode.
-    ``processes``: worker processes in ``worker`` mode (they share the tasks)."""
+    ``processes``: worker processes in ``worker`` mode (they share the tasks); ``steady``:
+    seconds of steady state to measure instead of one burst (:func:`measure_steady`)."""
     if mode not in ("worker", "inprocess"):
         raise ValueError(f"mode must be 'worker' or 'inprocess', not {mode!r}")
     with contextlib.ExitStack() as stack:
@@ -146,11 +177,11 @@ def run(
         try:
             if mode == "worker":
                 result = asyncio.run(_run_worker_mode(url, broker_url, spec, tasks, latency,
-                                                      log_dir, processes))
+                                                      log_dir, processes, steady))
             else:
                 # the event loop ``adapt serve`` runs on (uvicorn picks uvloop when installed)
                 with asyncio.Runner(loop_factory=new_event_loop) as runner:
-                    result = runner.run(_run_inprocess_mode(url, spec, tasks, latency))
+                    result = runner.run(_run_inprocess_mode(url, spec, tasks, latency, steady))
         except Exception:
             for log in sorted(log_dir.glob("*.log")):
                 logger.error("%s:\n%s", log.name, log.read_text(errors="replace")[-4000:])
@@ -168,10 +199,13 @@ def main(argv: list[str] | None = None) -> dict[str, Any]:
     parser.add_argument("--broker-url", default=DEFAULT_BROKER)
     parser.add_argument("--processes", type=int, default=1,
                         help="worker processes in worker mode (default 1)")
+    parser.add_argument("--steady", type=float, default=0.0, metavar="SECONDS",
+                        help="keep --tasks tasks running (a new one as each finishes) and "
+                        "measure a window of SECONDS (default: one burst)")
     args = parser.parse_args(argv)
     setup_logging(False)
     result = run(args.tasks, args.latency, args.mode, args.database_url, args.broker_url,
-                 args.processes)
+                 args.processes, args.steady)
     print(format_table(result))  # the benchmark's output
     return result
 

@@ -9,19 +9,25 @@ Each task makes its LLM calls one after another, so with every task running at o
 LLM-call throughput is ``concurrency / latency``; :func:`measure` reports how close the run
 came over the window in which every task is in its call loop (from the moment each has had its
 first answer until the first one finishes), with the per-call stretch (the call latency the
-worker saw / the model's) and the worker process's CPU time per LLM call.
+worker saw / the model's) and the CPU time per LLM call of each party, on separate lines: the
+worker process, the PostgreSQL backends serving it, and this driver (its own process and its
+backends: dispatching and polling), so that the figure a user reads is the whole cost.
+
+That window lasts a few seconds. :func:`measure_steady` (``--steady SECONDS``) keeps
+``tasks`` tasks running instead, a new one queued as each finishes, and measures a window of
+that length once every first task has answered: efficiency not read off a few seconds.
+
+Figures measured while other work shares the machine (the load is printed) are indicative.
 """
 
 from __future__ import annotations
 
 import asyncio
 import itertools
-import os
 import statistics
 import time
 import uuid
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 
 from sqlalchemy import func, select
@@ -30,6 +36,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from adapt.engine import RunConfig
 from adapt.store.models import FINAL_STATUSES, LLMCallRow, Task, utcnow
 from benchmarks.perfkit import Figure, load_avg, table
+from benchmarks.throughput.cpu import BackendCPU, process_cpu
 
 DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
 SIM_SPEC = "sim:textcraft?capability=1"
@@ -136,23 +143,40 @@ async def _first_answers(
     return {str(r[0]): r[1] for r in rows}
 
 
-def _cpu_seconds(pid: int | None) -> float:
-    """CPU seconds (user + system) of process ``pid`` (None: this process) so far."""
-    if pid is None:
-        return time.process_time()
-    # Linux: utime and stime, in clock ticks, are fields 14 and 15 of /proc/PID/stat (the
-    # command name, field 2, may hold spaces: split after its closing parenthesis)
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+class Meters:
+    """CPU seconds so far of each party of a run: the worker process (``pid``; None: this
+    process, the embedded runner), the database backends serving it and the driver's, and
+    the driver process (NaN when it is the worker too)."""
+
+    def __init__(self, pid: int | None, backends: BackendCPU | None) -> None:
+        self.pid, self.backends = pid, backends
+
+    def read(self) -> dict[str, float]:
+        nan = float("nan")
+        pg = self.backends.read() if self.backends is not None else {}
+        return {"worker": process_cpu(self.pid),
+                "pg_workers": pg.get("workers", nan), "pg_driver": pg.get("driver", nan),
+                "driver": process_cpu(None) if self.pid is not None else nan}
+
+
+def cpu_per_call(before: dict[str, float], after: dict[str, float],
+                 calls: float) -> dict[str, float]:
+    """Milliseconds per LLM call of each party between two :meth:`Meters.read`."""
+    nan = float("nan")
+    return {f"cpu_ms_per_call_{k}" if k != "worker" else "cpu_ms_per_call":
+            1000 * (after[k] - before[k]) / calls if calls else nan for k in after}
 
 
 async def measure(
     sessions: async_sessionmaker[AsyncSession], ids: list[str], dispatch: Any,
     *, latency: float, concurrency: int, timeout: float, pid: int | None = None,
+    backends: BackendCPU | None = None,
 ) -> dict[str, Any]:
     """Dispatch every task, wait for all, compute the numbers. ``pid``: the worker process
-    whose CPU time is measured (None: this process, the embedded runner's)."""
-    start_wall, t0, cpu0 = utcnow(), time.monotonic(), _cpu_seconds(pid)
+    whose CPU time is measured (None: this process, the embedded runner's); ``backends``:
+    the database's backends (None: not measured)."""
+    meters = Meters(pid, backends)
+    start_wall, t0, cpu0 = utcnow(), time.monotonic(), meters.read()
     for task_id in ids:
         await dispatch(task_id)
     rows = await wait_all(sessions, ids, timeout)
@@ -160,7 +184,8 @@ async def measure(
         errors = {r.error for r in rows}
         raise RuntimeError(f"no task made an LLM call: {sorted(map(str, errors))[:3]}")
     wall = time.monotonic() - t0
-    cpu = _cpu_seconds(pid) - cpu0
+    cpu1 = meters.read()
+    cpu = cpu1["worker"] - cpu0["worker"]
     calls = sum(r.llm_calls for r in rows)
     finished = [r.finished_at for r in rows if r.finished_at is not None]
     first_done = min(finished)
@@ -205,36 +230,161 @@ async def measure(
         "mean_call_stretch": statistics.fmean(stretch),
         "call_latency_stretch": steady_latency / latency,
         "cpu_s": cpu,
-        "cpu_ms_per_call": 1000 * cpu / calls if calls else float("nan"),
+        **cpu_per_call(cpu0, cpu1, calls),
     }
 
 
+async def _replace_finished(sessions: async_sessionmaker[AsyncSession], running: set[str],
+                            every: list[str], dispatch: Any, model: str) -> int:
+    """Queue and dispatch a new task for each of ``running`` that finished; how many."""
+    async with sessions() as session:
+        done = list((await session.execute(
+            select(Task.id).where(Task.id.in_(running), Task.status.in_(FINAL_STATUSES))
+        )).scalars())
+    if not done:
+        return 0
+    running.difference_update(done)
+    fresh = await insert_tasks(sessions, len(done), model, first_seed=len(every))
+    for task_id in fresh:
+        await dispatch(task_id)
+    running.update(fresh)
+    every.extend(fresh)
+    return len(done)
+
+
+async def _answered(sessions: async_sessionmaker[AsyncSession], ids: list[str]) -> int:
+    async with sessions() as session:
+        return int((await session.execute(
+            select(func.count(func.distinct(LLMCallRow.task_id)))
+            .where(LLMCallRow.task_id.in_(ids)))).scalar_one())
+
+
+async def measure_steady(
+    sessions: async_sessionmaker[AsyncSession], ids: list[str], dispatch: Any, model: str,
+    *, latency: float, concurrency: int, duration: float, timeout: float,
+    pid: int | None = None, backends: BackendCPU | None = None, poll: float = 0.2,
+) -> dict[str, Any]:
+    """Keep ``len(ids)`` tasks running for ``duration`` seconds: dispatch ``ids``, and
+    whenever one finishes queue and dispatch a new one (checked every ``poll`` seconds).
+    The window opens once every first task has answered (or one has finished); its call
+    rate counts every task at its pace (:func:`call_rate`), so the time a replacement
+    spends before its first answer counts as lost. The CPU of each party is read at the
+    window's edges. Afterwards nothing is replaced and the last tasks finish."""
+    meters = Meters(pid, backends)
+    every, running = list(ids), set(ids)
+    t0 = time.monotonic()
+    for task_id in ids:
+        await dispatch(task_id)
+    replaced = 0
+    while await _answered(sessions, ids) < len(ids):
+        replaced += await _replace_finished(sessions, running, every, dispatch, model)
+        if replaced or time.monotonic() - t0 > timeout:
+            break
+        await asyncio.sleep(poll)
+    settle = time.monotonic() - t0
+    after, cpu0, start = utcnow(), meters.read(), time.monotonic()
+    replaced = 0
+    while time.monotonic() - start < duration:
+        await asyncio.sleep(poll)
+        replaced += await _replace_finished(sessions, running, every, dispatch, model)
+    until, cpu1 = utcnow(), meters.read()
+    rows = await wait_all(sessions, every, timeout)
+    answers: dict[str, list[datetime]] = {}
+    async with sessions() as session:
+        for task_id, at in (await session.execute(
+                select(LLMCallRow.task_id, LLMCallRow.created_at)
+                .where(LLMCallRow.task_id.in_(every)))).all():
+            answers.setdefault(str(task_id), []).append(at)
+    window = (until - after).total_seconds()
+    rate = call_rate(answers, after, until)
+    ideal = min(len(ids), concurrency) / latency
+    calls = rate * window
+    return {
+        "steady": True,
+        "tasks": len(ids),
+        "tasks_run": len(every),
+        "succeeded": sum(r.status == "succeeded" for r in rows),
+        "settle_s": settle,
+        "window_s": window,
+        "replaced": replaced,
+        "llm_calls": calls,
+        "steady_llm_calls_per_s": rate,
+        "ideal_llm_calls_per_s": ideal,
+        "efficiency": rate / ideal,
+        "cpu_s": cpu1["worker"] - cpu0["worker"],
+        **cpu_per_call(cpu0, cpu1, calls),
+    }
+
+
+def _cpu_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
+    """The CPU per LLM call of each party, and their sum (where each is known)."""
+    parts = [("worker process", "cpu_ms_per_call"),
+             ("PostgreSQL backends serving the worker(s)", "cpu_ms_per_call_pg_workers"),
+             ("the bench driver's process (dispatch, polling)", "cpu_ms_per_call_driver"),
+             ("PostgreSQL backends serving the driver", "cpu_ms_per_call_pg_driver")]
+    rows = []
+    total = 0.0
+    for label, key in parts:
+        value = float(result.get(key, float("nan")))
+        rows.append((f"CPU per LLM call: {label}", "not measured" if value != value
+                     else f"{value:.2f} ms"))
+        if value == value:
+            total += value
+    served = [float(result.get(k, float("nan"))) for k in ("cpu_ms_per_call",
+                                                            "cpu_ms_per_call_pg_workers")]
+    if all(v == v for v in served):
+        rows.append(("CPU per LLM call: worker + its PostgreSQL backends",
+                     f"{sum(served):.2f} ms"))
+    rows.append(("CPU per LLM call: every party above", f"{total:.2f} ms"))
+    return rows
+
+
 def format_table(result: dict[str, Any]) -> str:
-    rows = [
+    head = [
         ("mode", result["mode"] + (f" ({result['processes']} process(es))"
                                     if result["processes"] else "")),
-        ("tasks (succeeded)", f"{result['tasks']} ({result['succeeded']})"),
         ("LLM latency", f"{result['latency_s']:.3g} s"),
-        ("wall time", f"{result['wall_s']:.2f} s"),
-        ("tasks/s", f"{result['tasks_per_s']:.2f}"),
-        ("LLM calls", f"{result['llm_calls']}"),
-        ("LLM calls/s (overall)", f"{result['llm_calls_per_s']:.1f}"),
-        ("task start-up (claim to first call sent), median", f"{result['startup_s']:.2f} s"),
-        ("all running (every task answered once .. first finish)",
-         f"{result['window_s']:.1f} s" + ("" if result["window_from_last_start"]
-                                          else " (from the dispatch: no such window)")),
-        ("LLM calls/s (all running)", f"{result['steady_llm_calls_per_s']:.1f}"),
-        ("ideal LLM calls/s", f"{result['ideal_llm_calls_per_s']:.1f}"),
-        ("efficiency (all running)", f"{100 * result['efficiency']:.0f}%"),
-        ("per-call stretch (call latency / model latency)",
-         f"{result['call_latency_stretch']:.2f}"),
-        ("mean task latency", f"{result['mean_task_latency_s']:.2f} s"),
-        ("mean run time / (calls x latency)", f"{result['mean_call_stretch']:.2f}"),
-        ("worker CPU per LLM call", f"{result['cpu_ms_per_call']:.2f} ms"),
-        ("load (1 min)", f"{load_avg():.2f}"),
     ]
-    figures = [Figure("LLM calls/s while all run / ideal", 100 * result["efficiency"], 90.0,
+    if result.get("steady"):
+        rows = [
+            *head,
+            ("tasks kept running (run in all, succeeded)",
+             f"{result['tasks']} ({result['tasks_run']}, {result['succeeded']})"),
+            ("until every first task answered", f"{result['settle_s']:.1f} s"),
+            ("steady window", f"{result['window_s']:.1f} s ({result['replaced']} tasks "
+             "finished and were replaced in it)"),
+            ("LLM calls in the window", f"{result['llm_calls']:.0f}"),
+            ("LLM calls/s (steady)", f"{result['steady_llm_calls_per_s']:.1f}"),
+            ("ideal LLM calls/s", f"{result['ideal_llm_calls_per_s']:.1f}"),
+            ("efficiency (steady)", f"{100 * result['efficiency']:.0f}%"),
+        ]
+    else:
+        rows = [
+            *head,
+            ("tasks (succeeded)", f"{result['tasks']} ({result['succeeded']})"),
+            ("wall time", f"{result['wall_s']:.2f} s"),
+            ("tasks/s", f"{result['tasks_per_s']:.2f}"),
+            ("LLM calls", f"{result['llm_calls']}"),
+            ("LLM calls/s (overall)", f"{result['llm_calls_per_s']:.1f}"),
+            ("task start-up (claim to first call sent), median", f"{result['startup_s']:.2f} s"),
+            ("all running (every task answered once .. first finish)",
+             f"{result['window_s']:.1f} s" + ("" if result["window_from_last_start"]
+                                              else " (from the dispatch: no such window)")),
+            ("LLM calls/s (all running)", f"{result['steady_llm_calls_per_s']:.1f}"),
+            ("ideal LLM calls/s", f"{result['ideal_llm_calls_per_s']:.1f}"),
+            ("efficiency (all running)", f"{100 * result['efficiency']:.0f}%"),
+            ("per-call stretch (call latency / model latency)",
+             f"{result['call_latency_stretch']:.2f}"),
+            ("mean task latency", f"{result['mean_task_latency_s']:.2f} s"),
+            ("mean run time / (calls x latency)", f"{result['mean_call_stretch']:.2f}"),
+        ]
+    rows += [*_cpu_rows(result), ("load (1 min)", f"{load_avg():.2f}")]
+    which = "steady" if result.get("steady") else "while all run"
+    figures = [Figure(f"LLM calls/s {which} / ideal", 100 * result["efficiency"], 90.0,
                       "%", higher=True)]
     if result["cpu_ms_per_call"] == result["cpu_ms_per_call"]:  # not NaN
-        figures.append(Figure("worker CPU per LLM call", result["cpu_ms_per_call"], 2.0, "ms"))
+        figures.append(Figure("worker CPU per LLM call", result["cpu_ms_per_call"], 1.5, "ms"))
+    pg = float(result.get("cpu_ms_per_call_pg_workers", float("nan")))
+    if pg == pg:
+        figures.append(Figure("PostgreSQL CPU per LLM call", pg, 1.0, "ms"))
     return "\n".join([table(rows), *(f.line() for f in figures)])

@@ -28,7 +28,7 @@ def test_migrations_match_the_models(database_url: str) -> None:
 def test_pending_on_an_empty_database(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert pending(f"sqlite:///{tmp_path / 'empty.db'}") == ["0001", "0002", "0003", "0004", "0005", "0006", "0007",
                                                       "0008", "0009", "0010", "0011",
-                                                      "0012", "0013", "0014"]
+                                                      "0012", "0013", "0014", "0015"]
 
 
 def test_upgrade_from_0001_keeps_rows_and_adds_the_monitor_column(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -430,6 +430,50 @@ def test_0014_adds_tasks_worker_and_nodes_reason_and_drops_them_keeping_the_rows
             command.downgrade(cfg, "0013")
             assert "worker" not in {c["name"] for c in inspect(engine).get_columns("tasks")}
             assert "reason" not in {c["name"] for c in inspect(engine).get_columns("nodes")}
+            with engine.connect() as conn:
+                assert conn.execute(text("SELECT count(*) FROM events")).scalar_one() == 1
+                assert conn.execute(text("SELECT id FROM tasks")).scalar_one() == "t1"
+        finally:
+            engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_0015_adds_the_growth_indexes_and_the_metrics_totals_and_drops_them_keeping_the_rows(backend: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    from alembic import command
+    from sqlalchemy import inspect
+
+    from adapt.store.migrate import alembic_config
+
+    with _old_db(backend, tmp_path) as url:
+        cfg = alembic_config(url)
+        command.upgrade(cfg, "0014")
+        engine = create_engine(_sync_url(url))
+        try:
+            with engine.begin() as conn:
+                conn.execute(text(
+                    "INSERT INTO tasks (id, tenant, status, environment, environment_config, "
+                    "strategy, profile, d_max, run_config, executor_model, planner_model, "
+                    "executor_simulated, planner_simulated, llm_calls, prompt_tokens, "
+                    "completion_tokens, nodes_count, max_depth, cancel_requested, attempt, "
+                    "last_seq, created_at, updated_at) VALUES ('t1', 'x', 'succeeded', "
+                    "'textcraft', '{}', 'adapt', 'default', 3, '{}', 'sim:a', 'sim:a', true, "
+                    "true, 0, 0, 0, 0, 0, false, 0, 0, :now, :now)"), {"now": "2026-01-01"})
+                conn.execute(text(
+                    "INSERT INTO events (task_id, seq, type, payload, created_at) "
+                    "VALUES ('t1', 1, 'node.created', '{}', :now)"), {"now": "2026-01-01"})
+            command.upgrade(cfg, "head")
+            indexes = {i["name"] for i in inspect(engine).get_indexes("tasks")}
+            assert {"ix_tasks_tenant_environment", "ix_tasks_tenant_strategy",
+                    "ix_tasks_tenant_status", "ix_tasks_metrics_live"} <= indexes
+            with engine.connect() as conn:
+                # an existing task is not in the running totals yet: the first scrapes fold it
+                assert conn.execute(text(
+                    "SELECT count(*) FROM tasks WHERE NOT metrics_folded")).scalar_one() == 1
+                assert conn.execute(text("SELECT name FROM metrics_rollup")).scalar_one() \
+                    == "metrics"
+            command.downgrade(cfg, "0014")
+            assert "metrics_folded" not in {c["name"] for c in inspect(engine).get_columns("tasks")}
+            assert "metrics_rollup" not in inspect(engine).get_table_names()
             with engine.connect() as conn:
                 assert conn.execute(text("SELECT count(*) FROM events")).scalar_one() == 1
                 assert conn.execute(text("SELECT id FROM tasks")).scalar_one() == "t1"
