@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from adapt.engine import run_task
+from adapt.engine.approvals import ApprovalGate
 from adapt.engine.config import ModelSpecs, ResolvedConfig
 from adapt.engine.events import FanoutSink, TreeSink
 from adapt.engine.tree import TaskResult
@@ -32,6 +33,7 @@ from adapt.llm.recording import (
     ReplayModel,
 )
 from adapt.llm.retry import RetryBudget
+from adapt.service.approvals import gate_for
 from adapt.service.context import ServiceContext
 from adapt.service.errors import TaskGone
 from adapt.service.webhooks import WebhookSink
@@ -69,6 +71,8 @@ class Attempt:
     sink: TreeSink
     cancelled: Callable[[], bool]
     ctx: ServiceContext
+    #: the decisions a person made on the task's approval requests (``adapt.engine.approvals``)
+    approvals: ApprovalGate | None = None
 
     async def run(self) -> TaskResult:
         return await run_task(
@@ -76,6 +80,7 @@ class Attempt:
             # before storing it); the config is resolved already (profile, budget, models)
             self.env, self.task.environment_config, self.config, self.executors, self.planner,
             goal=self.task.goal, sink=self.sink, cancel=self.cancelled, price=self.ctx.price,
+            approvals=self.approvals,
         )
 
     def close(self) -> None:
@@ -156,9 +161,10 @@ async def _assemble(ctx: ServiceContext, task: Task, attempt: int, env: Environm
         log.info("task %s: resuming; replaying %d LLM calls and %d events", task.id,
                  len(recording), skip)
     every = [*sinks, *tail]
+    gate = await gate_for(ctx.sessions, task.id) if config.approval.any else None
     return Attempt(task, attempt, env, config, cascade, planner, store, trace,
                    FanoutSink(every) if len(every) > 1 else store,
-                   control.cancel_check(lambda: cursor.position >= replayed), ctx)
+                   control.cancel_check(lambda: cursor.position >= replayed), ctx, gate)
 
 
 async def _trace_sink(ctx: ServiceContext, task: Task, skip: int, sink: DbSink) -> OtelSink:

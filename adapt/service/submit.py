@@ -290,12 +290,16 @@ def check_webhook(field: str, url: str, events: Any, settings: Settings) -> None
 async def cancel_task(session: AsyncSession, task: Task) -> Task:
     """Request cancellation of ``task`` (idempotent) and commit; returns the fresh row.
 
-    Finished tasks are returned unchanged; a queued task is cancelled at once, a running one
+    Finished tasks are returned unchanged; a queued or waiting task is cancelled at once, a
+    running one
     stops at its next LLM call (see :func:`adapt.store.task_rows.cancel`)."""
+    was = task.status
+    error = (task_rows.CANCELLED_WHILE_WAITING if was == "waiting"
+             else task_rows.CANCELLED_BEFORE_START)
+
     async def report(s: AsyncSession) -> None:  # in the same transaction as the cancel
-        await webhook_store.record_end(s, task.id, "cancelled", "cancelled",
-                                       task_rows.CANCELLED_BEFORE_START)
+        await webhook_store.record_end(s, task.id, "cancelled", "cancelled", error)
 
     if await task_rows.cancel(session, task, also=report):
-        log.info("task %s cancelled while queued", task.id)
+        log.info("task %s cancelled while %s", task.id, was)
     return task

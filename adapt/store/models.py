@@ -375,3 +375,35 @@ class WebhookDelivery(Base):
     log: Mapped[list[dict[str, Any]]] = mapped_column(JSONType, default=list)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class ApprovalRow(Base):
+    """One point where a task waits for a person (``adapt.engine.approvals``), and the
+    decision once made, with who made it (the API key's id and tenant) and what changed. The
+    request is named in the run by ``(node_id, kind, number)``: a replay meets it again there."""
+
+    __tablename__ = "approvals"
+    __table_args__ = (
+        UniqueConstraint("task_id", "node_id", "kind", "number", name="uq_approvals_point"),
+        Index("ix_approvals_task_status", "task_id", "status"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    task_id: Mapped[str] = mapped_column(String(32), ForeignKey("tasks.id", ondelete="CASCADE"))
+    node_id: Mapped[int] = mapped_column(Integer)
+    #: ``plan`` or ``action``
+    kind: Mapped[str] = mapped_column(String(16))
+    number: Mapped[int] = mapped_column(Integer, default=1)
+    proposal: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    #: ``pending``, then ``approved``, ``rejected`` or ``edited``
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    reason: Mapped[str | None] = mapped_column(Text)
+    #: the changed proposal of an edit
+    edited: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    #: what the decision changed (an edit: the fields and their old and new values)
+    changes: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    #: the API key that decided (None: the API ran open) and its tenant
+    decided_by: Mapped[str | None] = mapped_column(String(64))
+    decided_tenant: Mapped[str | None] = mapped_column(String(128))
+    requested_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -13,6 +13,7 @@ from adapt.engine import config as engine_config
 from adapt.engine.tree import TaskResult, TaskStatus, UsageTotals
 from api.schemas.common import FROM_ROWS, STRICT
 from api.schemas.run_config import (
+    ApprovalCreate,
     BudgetCreate,
     ExecutorCreate,
     MonitorCreate,
@@ -46,6 +47,9 @@ class TaskCreate(RunConfig):
     monitor: MonitorCreate = Field(default_factory=MonitorCreate,
                                    description=RunConfig.model_fields["monitor"].description)
     budget: BudgetCreate = Field(default_factory=BudgetCreate)
+    approval: ApprovalCreate = Field(
+        default_factory=ApprovalCreate,
+        description=RunConfig.model_fields["approval"].description)
     webhook: WebhookSubscription | None = Field(
         default=None, description="Send this task's events to a URL, signed the Standard "
         "Webhooks way; the signing secret is in the 202 reply only (webhook.secret).")

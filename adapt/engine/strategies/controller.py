@@ -76,7 +76,7 @@ class AdaptController:
                 return await runner.finish(node, (await runner.cascade(node, task, 1)).success)
             return await runner.finish(node, False)
 
-        plan = await self.planner.plan(node, task)
+        plan = await self.planner.reviewed(node, task)
         if not plan.steps or plan.expression is None:
             await run.update(node, plan=plan, error="the planner returned no steps",
                              reason="not decomposed: the planner returned no steps")

@@ -36,7 +36,7 @@ class PlanAndExecute:
     async def plan_root(self, root: Node, task: str) -> bool:
         run, runner = self.run, self.runner
         await run.update(root, status="running", context_in=run.context)
-        plan = await self.planner.plan(root, task)
+        plan = await self.planner.reviewed(root, task)
         if not plan.steps or plan.expression is None:
             await run.update(root, plan=plan, termination=Termination.PLANNED,
                              error="the planner returned no steps")

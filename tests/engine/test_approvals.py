@@ -1,0 +1,78 @@
+"""The engine's side of approvals: a plan stops the run at ``awaiting_approval`` until a gate
+decides; approve, edit (validated strictly) and reject (the planner hears the reason)."""
+
+from __future__ import annotations
+
+import pytest
+
+from adapt.engine import MemorySink, RunConfig, run_task
+from adapt.engine.approvals import ApprovalRequest, Decision, edited_plan
+from adapt.envs.textcraft import TextCraft
+from adapt.errors import AwaitingApproval, InvalidProposal
+from adapt.sim import from_spec
+
+SIM = "sim:textcraft?capability=1"
+PLANS = RunConfig(d_max=2, approval={"plans": True})
+
+
+async def test_without_a_decision_the_run_stops_at_the_plan() -> None:
+    sink = MemorySink()
+    with pytest.raises(AwaitingApproval) as stopped:
+        await run_task(TextCraft(), {"seed": 11}, PLANS, from_spec(SIM), sink=sink)
+    request = stopped.value.request
+    assert (request.node_id, request.kind, request.number) == (1, "plan", 1)
+    assert request.proposal["steps"] and sink.nodes[1].status == "awaiting_approval"
+    assert [n.id for n in sink.nodes.values()] == [1]
+
+
+async def test_approving_every_plan_changes_nothing() -> None:
+    asked: list[ApprovalRequest] = []
+
+    async def gate(request: ApprovalRequest) -> Decision:
+        asked.append(request)
+        return Decision(decision="approve")
+
+    plain, gated = MemorySink(), MemorySink()
+    a = await run_task(TextCraft(), {"seed": 11}, RunConfig(d_max=4), from_spec(SIM),
+                       sink=plain)
+    b = await run_task(TextCraft(), {"seed": 11}, RunConfig(d_max=4, approval={"plans": True}),
+                       from_spec(SIM), sink=gated, approvals=gate)
+    assert [r.key for r in asked] == ["1:plan:1", "2:plan:1"]
+    assert (a.status, a.usage.llm_calls) == (b.status, b.usage.llm_calls) == ("succeeded", 15)
+    assert {i: n.model_dump() for i, n in plain.nodes.items()} == {
+        i: n.model_dump() for i, n in gated.nodes.items()}
+
+
+async def test_a_rejection_is_planned_again_and_asked_again() -> None:
+    asked: list[ApprovalRequest] = []
+
+    async def gate(request: ApprovalRequest) -> Decision:
+        asked.append(request)
+        if request.number == 1:
+            return Decision(decision="reject", reason="too many steps")
+        return Decision(decision="approve")
+
+    sink = MemorySink()
+    await run_task(TextCraft(), {"seed": 11}, PLANS, from_spec(SIM), sink=sink,
+                   approvals=gate)
+    assert [r.key for r in asked] == ["1:plan:1", "1:plan:2"]
+    planner = [c for c in sink.calls if c.role == "planner"]
+    assert len(planner) == 2
+    assert "rejected your previous plan: too many steps" in (planner[1].prompt or "")
+    assert "rejected" not in (planner[0].prompt or "")
+
+
+def test_an_edited_plan_is_validated_strictly() -> None:
+    plan = edited_plan({"steps": ["fetch 1 stick", " craft  2 planks "],
+                        "execution_order": "Step 2 or Step 1"})
+    assert plan.steps == ["fetch 1 stick", "craft 2 planks"]
+    assert plan.expression_text == "(Step 2 OR Step 1)"
+    assert edited_plan({"steps": ["a", "b"]}).expression_text == "(Step 1 AND Step 2)"
+    for bad, field in [({"steps": []}, "steps"), ({"steps": "a"}, "steps"),
+                       ({"steps": ["a\nb"]}, "steps.0"), ({"steps": ["a"], "x": 1}, "x"),
+                       ({"steps": ["a", "b"], "execution_order": "Step 1"}, "execution_order"),
+                       ({"steps": ["a"], "execution_order": "Step 1 AND ("}, "execution_order"),
+                       ({"steps": ["a"], "execution_order": 3}, "execution_order")]:
+        with pytest.raises(InvalidProposal) as exc:
+            edited_plan(bad)
+        assert exc.value.field == field, bad
