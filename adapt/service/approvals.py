@@ -19,15 +19,9 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from adapt.engine.approvals import (
-    ApprovalGate,
-    ApprovalRequest,
-    Decision,
-    DecisionKind,
-    edited_plan,
-    plan_proposal,
-)
+from adapt.engine.approvals import ApprovalGate, ApprovalRequest, Decision, DecisionKind
 from adapt.engine.events import ApprovalDecidedData, ApprovalRequestedData
+from adapt.engine.proposals import edited_action, edited_plan, plan_proposal
 from adapt.errors import InvalidProposal
 from adapt.service.errors import InvalidField, NotDecidable, NotFound
 from adapt.store import approvals as store
@@ -87,14 +81,14 @@ async def wait(sessions: async_sessionmaker[AsyncSession], task: Task, attempt: 
 def _validated(row: ApprovalRow, proposal: Any) -> dict[str, Any]:
     """An edit's proposal, validated as the original's kind is (``InvalidField`` naming the
     field under ``proposal``); returns it as the run will take it."""
-    if row.kind != "plan":
-        raise InvalidField("proposal", "editing an action is not supported yet")
+    given = proposal if isinstance(proposal, dict) else {}
     try:
-        plan = edited_plan(proposal if isinstance(proposal, dict) else {})
+        if row.kind == "action":
+            return {"action": edited_action(given)}
+        shown = plan_proposal(edited_plan(given))
     except InvalidProposal as exc:
         field = "proposal" + (f".{exc.field}" if exc.field else "")
         raise InvalidField(field, str(exc)) from None
-    shown = plan_proposal(plan)
     return {"steps": shown["steps"], "execution_order": shown["execution_order"]}
 
 
@@ -117,16 +111,18 @@ async def decide(session: AsyncSession, task: Task, approval_id: str, decision: 
         raise NotDecidable(f"approval {approval_id} was decided already ({row.status})")
     if task.finished:
         raise NotDecidable(f"task {task.id} is {task.status}: nothing waits for a decision")
+    edited: dict[str, Any] | None = None
+    changes: dict[str, Any] | None = None
     if decision == "edit":
         if proposal is None:
             raise InvalidField("proposal", "an edit needs the changed proposal")
-        edited: dict[str, Any] | None = _validated(row, proposal)
-        changes = _changes(row.proposal, edited or {})
+        edited = _validated(row, proposal)
+        changes = _changes(row.proposal, edited)
     else:
         if proposal is not None:
             raise InvalidField("proposal", f"a proposal goes with an edit, not a {decision}")
-        edited = None
-        changes = {"reason": reason} if decision == "reject" else None
+        if decision == "reject":
+            changes = {"reason": reason}
     if not await store.decide(session, row.id, decision, reason=reason, edited=edited,
                               changes=changes, decided_by=decided_by, tenant=tenant):
         await session.rollback()

@@ -42,7 +42,15 @@ from adapt.store import approvals as approval_store
 from adapt.store import queries
 from adapt.store import webhooks as webhook_store
 from adapt.store.event_log import StoredEvent, read_events
-from adapt.store.models import ApprovalRow, LLMCallRow, NodeRow, StepRow, Task, WebhookDelivery, WebhookEndpoint
+from adapt.store.models import (
+    ApprovalRow,
+    LLMCallRow,
+    NodeRow,
+    StepRow,
+    Task,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
 from adapt.store.prompts import StoredPrompt, call_prompts
 from adapt.store.text import UNSTORABLE_MESSAGE, find_unstorable
 

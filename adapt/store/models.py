@@ -154,7 +154,9 @@ class NodeRow(Base):
     kind: Mapped[str] = mapped_column(String(16))
     goal: Mapped[str] = mapped_column(Text)
     logic: Mapped[str | None] = mapped_column(String(8))
-    status: Mapped[str] = mapped_column(String(16))
+    #: 32 since migration 0015 (``awaiting_approval``); SQLite keeps the declared 16, which it
+    #: does not enforce (widening it there would copy the table)
+    status: Mapped[str] = mapped_column(String(32).with_variant(String(16), "sqlite"))
     executor_success: Mapped[bool | None] = mapped_column(Boolean)
     self_assessed: Mapped[bool | None] = mapped_column(Boolean)
     claim: Mapped[bool | None] = mapped_column(Boolean)

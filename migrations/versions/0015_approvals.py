@@ -2,7 +2,9 @@
 
 A task that asks for approval (``run_config.approval``) stops at each plan (or named action)
 until a decision is stored here; the task's status is then ``waiting`` (no lease, no worker)
-and a node's ``awaiting_approval`` (both plain strings: no schema change for them).
+and a node's ``awaiting_approval``: 17 characters, so ``nodes.status`` widens from 16 to 32 on
+PostgreSQL (an in-place ALTER). SQLite does not enforce a VARCHAR's length and keeps its
+declaration (changing it would copy ``nodes``, whose drop cascades to ``steps``).
 
 Revision ID: 0015
 Revises: 0014
@@ -26,7 +28,14 @@ JSONType = sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "post
 UTC = adapt.store.models.UTCDateTime(timezone=True)
 
 
+def _postgresql() -> bool:
+    return op.get_bind().dialect.name == "postgresql"
+
+
 def upgrade() -> None:
+    if _postgresql():
+        op.alter_column("nodes", "status", type_=sa.String(length=32),
+                        existing_type=sa.String(length=16), existing_nullable=False)
     op.create_table(
         "approvals",
         sa.Column("id", sa.String(length=32), nullable=False),
@@ -53,3 +62,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     op.drop_index("ix_approvals_task_status", table_name="approvals")
     op.drop_table("approvals")
+    if _postgresql():
+        op.execute("UPDATE nodes SET status = 'pending' WHERE status = 'awaiting_approval'")
+        op.alter_column("nodes", "status", type_=sa.String(length=16),
+                        existing_type=sa.String(length=32), existing_nullable=False)

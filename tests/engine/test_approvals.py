@@ -6,7 +6,8 @@ from __future__ import annotations
 import pytest
 
 from adapt.engine import MemorySink, RunConfig, run_task
-from adapt.engine.approvals import ApprovalRequest, Decision, edited_plan
+from adapt.engine.approvals import ApprovalRequest, Decision
+from adapt.engine.proposals import edited_plan
 from adapt.envs.textcraft import TextCraft
 from adapt.errors import AwaitingApproval, InvalidProposal
 from adapt.sim import from_spec

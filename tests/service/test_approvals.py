@@ -137,7 +137,8 @@ async def test_an_edited_plan_runs_instead_of_the_planners(database_url: str) ->
     await run_until_waiting(database_url, task_id, "w1")
     (row,) = await pending(ctx, task_id)
     steps = list(row.proposal["steps"])
-    edited = {"steps": steps[:1] + ["  fetch   1 quartz "], "execution_order": "Step 1 OR Step 2"}
+    edited = {"steps": [*steps[:1], "  fetch   1 quartz "],
+              "execution_order": "Step 1 OR Step 2"}
     assert await decide(ctx, task_id, row, "edit", proposal=edited)
     async with ctx.sessions() as s:
         decided = await s.get(ApprovalRow, row.id)

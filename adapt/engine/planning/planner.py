@@ -7,7 +7,6 @@ applied, and an answer that is not JSON is read as a text plan."""
 
 from __future__ import annotations
 
-from adapt.engine.approvals import edited_plan, plan_proposal, rejection_note
 from adapt.engine.decoding import env_grammar, generate, planner_monitor
 from adapt.engine.planning.parse import PLAN_SCHEMA, parse_json_plan, parse_plan
 from adapt.engine.prompts import render
@@ -29,24 +28,6 @@ class Planner:
     def __init__(self, run: Run, *, template: str = "planner") -> None:
         self.run = run
         self.template = template
-
-    async def reviewed(self, node: Node, task: str) -> Plan:
-        """The plan for ``node``, approved by a person when the task asks for it
-        (``approval.plans``): an edited plan replaces the planner's, a rejected one is planned
-        again with the reason in the task (``adapt.engine.approvals``). A plan with no steps
-        is not asked about (the node fails without it)."""
-        plan = await self.plan(node, task)
-        if not self.run.config.approval.plans:
-            return plan
-        while plan.steps and plan.expression is not None:
-            decision = await self.run.ask(node, "plan", plan_proposal(plan))
-            if decision.decision == "approve":
-                return plan
-            if decision.decision == "edit":
-                return edited_plan(decision.proposal or {})
-            task = f"{task}\n{rejection_note('plan', decision.reason)}"
-            plan = await self.plan(node, task)
-        return plan
 
     async def plan(self, node: Node, task: str) -> Plan:
         run = self.run
