@@ -47,8 +47,11 @@ class TaskCreate(RunConfig):
     monitor: MonitorCreate = Field(default_factory=MonitorCreate,
                                    description=RunConfig.model_fields["monitor"].description)
     budget: BudgetCreate = Field(default_factory=BudgetCreate)
+    # left out of the request's dump while it asks nothing, so that a request sent before
+    # approvals existed hashes as it did (an Idempotency-Key retry compares the hash)
     approval: ApprovalCreate = Field(
         default_factory=ApprovalCreate,
+        exclude_if=lambda value: not (value.plans or value.actions),
         description=RunConfig.model_fields["approval"].description)
     webhook: WebhookSubscription | None = Field(
         default=None, description="Send this task's events to a URL, signed the Standard "

@@ -18,6 +18,7 @@ from pydantic import BaseModel, Field
 
 import api.schemas
 from adapt.engine import budget as engine_budget
+from adapt.engine.approvals import ApprovalConfig as EngineApproval
 from adapt.engine import config as engine_config
 from adapt.engine.budget import Budget as EngineBudget
 from adapt.engine.config import ModelSpecs, RunConfig
@@ -37,6 +38,7 @@ SOURCES: dict[type[BaseModel], tuple[list[type[BaseModel]], set[str]]] = {
     mapped.PlannerConfig: ([engine_config.PlannerConfig], set()),
     mapped.MonitorConfig: ([engine_config.MonitorConfig], set()),
     mapped.Budget: ([EngineBudget], set()),
+    mapped.ApprovalConfig: ([EngineApproval], set()),
     mapped.RunConfig: ([RunConfig], {"executor", "planner", "budget"}),
 }
 
