@@ -77,3 +77,42 @@ def test_an_edited_plan_is_validated_strictly() -> None:
         with pytest.raises(InvalidProposal) as exc:
             edited_plan(bad)
         assert exc.value.field == field, bad
+
+
+async def test_a_rejected_action_is_not_sent_and_the_executor_hears_why() -> None:
+    asked: list[ApprovalRequest] = []
+
+    async def gate(request: ApprovalRequest) -> Decision:
+        asked.append(request)
+        if len(asked) == 1:
+            return Decision(decision="reject", reason="not that recipe")
+        return Decision(decision="approve")
+
+    sink = MemorySink()
+    config = RunConfig(d_max=4, approval={"actions": ["craft"]})
+    await run_task(TextCraft(), {"seed": 11}, config, from_spec(SIM), sink=sink,
+                   approvals=gate)
+    assert asked and all(r.kind == "action" for r in asked)
+    assert all(r.proposal["name"] == "craft" for r in asked), "get is not asked about"
+    first = asked[0]
+    assert first.proposal["action"] == "craft 1 stick using 2 bamboo"
+    steps = sink.steps[first.node_id]
+    rejected = next(s for s in steps if s.text == first.proposal["action"])
+    assert rejected.observation == ("A person rejected your previous action: not that recipe. "
+                                    "Propose a different one.")
+    after = [c for c in sink.calls if c.role == "executor" and c.node_id == first.node_id]
+    assert "not that recipe" in (after[rejected.index].prompt or "")
+    assert "not that recipe" not in (after[rejected.index - 1].prompt or "")
+
+
+async def test_an_edited_action_is_sent_instead() -> None:
+    async def gate(request: ApprovalRequest) -> Decision:
+        return Decision(decision="edit", proposal={"action": "inventory"})
+
+    sink = MemorySink()
+    config = RunConfig(d_max=4, approval={"actions": ["craft"]})
+    await run_task(TextCraft(), {"seed": 11}, config, from_spec(SIM), sink=sink,
+                   approvals=gate)
+    crafts = [s for ss in sink.steps.values() for s in ss if s.text.startswith("craft")]
+    assert crafts and all(s.observation.startswith("Inventory") for s in crafts), [
+        s.observation for s in crafts]

@@ -4,10 +4,12 @@ recorded call (none is paid again) and goes on from the decision. Real SQLite an
 
 from __future__ import annotations
 
+import asyncio
+from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 
 from adapt.engine import RunConfig
 from adapt.engine.approvals import DecisionKind
@@ -18,7 +20,7 @@ from adapt.service.errors import NotDecidable
 from adapt.service.execute import ServiceContext, execute_task
 from adapt.service.submit import cancel_task
 from adapt.sim import from_spec
-from adapt.store.models import ApprovalRow, LLMCallRow, NodeRow, Task
+from adapt.store.models import ApprovalRow, LLMCallRow, NodeRow, Task, utcnow
 from adapt.store.prompts import call_prompts
 from tests.service.helpers import events, insert_task, persisted_tree, task_row
 from tests.service.test_execute import SIM, as_persisted, make_ctx, reference_tree
@@ -207,3 +209,98 @@ async def test_cancel_while_waiting_ends_the_task_and_its_waiting_node(
     (row,) = await pending(ctx, task_id)
     with pytest.raises(NotDecidable):
         await decide(ctx, task_id, row, "approve")
+
+
+async def test_a_rejected_action_resumes_paying_nothing_twice(database_url: str) -> None:
+    seen: dict[str, int] = {}
+    ctx = make_ctx(database_url, "w0")
+    await ctx.aclose()
+    task_id = await insert_task(ctx.sessions, config={"seed": 11},
+                                run_config=RunConfig(d_max=4, approval={"actions": ["craft"]}))
+    workers: list[PaidOnce] = []
+    decisions = 0
+    while True:
+        model = PaidOnce(from_spec(SIM), seen)
+        workers.append(model)
+        ctx = make_ctx(database_url, f"w{len(workers)}", model)
+        try:
+            status = await execute_task(ctx, task_id)
+        finally:
+            await ctx.aclose()
+        if status != "waiting":
+            break
+        (row,) = await pending(ctx, task_id)
+        assert row.kind == "action" and row.proposal["name"] == "craft"
+        reject = decisions == 0
+        assert await decide(ctx, task_id, row, "reject" if reject else "approve",
+                            reason="not yet" if reject else None)
+        decisions += 1
+    assert status in ("succeeded", "failed")
+    assert all(not w.repeats for w in workers), [w.repeats for w in workers]
+    task = await task_row(ctx.sessions, task_id)
+    assert sum(w.calls for w in workers) == task.llm_calls, "a call was paid twice"
+    tree = await persisted_tree(ctx.sessions, task_id)
+    observations = [s["observation"] for ss in tree["steps"].values() for s in ss]
+    assert ("A person rejected your previous action: not yet. Propose a different one."
+            in observations)
+
+
+async def test_a_worker_killed_on_the_way_to_waiting_changes_nothing(
+    database_url: str, monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The worker dies after the run stopped at the plan and before the task was set waiting
+    (its lease stays): the next worker replays, stops at the same point, stores the request
+    once, and pays no call again."""
+    seen: dict[str, int] = {}
+    first = PaidOnce(from_spec(SIM), seen)
+    ctx1 = make_ctx(database_url, "w1", first)
+    task_id = await insert_task(ctx1.sessions, config={"seed": 11}, run_config=PLANS)
+    reached = asyncio.Event()
+    real_wait = approval_service.wait
+
+    async def dies(*args: Any, **kwargs: Any) -> str | None:
+        reached.set()
+        await asyncio.Event().wait()  # never returns: the process is gone
+        return None
+
+    monkeypatch.setattr(approval_service, "wait", dies)
+    run1 = asyncio.create_task(execute_task(ctx1, task_id))
+    await asyncio.wait_for(reached.wait(), 30)
+    run1.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run1
+    await ctx1.aclose()
+    monkeypatch.setattr(approval_service, "wait", real_wait)
+    assert (await task_row(ctx1.sessions, task_id)).status == "running"
+    assert await pending(ctx1, task_id) == []
+    async with ctx1.sessions.begin() as s:  # the dead worker's lease expires
+        await s.execute(update(Task).where(Task.id == task_id)
+                        .values(lease_expires_at=utcnow() - timedelta(seconds=1)))
+
+    second = PaidOnce(from_spec(SIM), seen)
+    ctx2 = make_ctx(database_url, "w2", second)
+    try:
+        assert await execute_task(ctx2, task_id) == "waiting"
+    finally:
+        await ctx2.aclose()
+    assert second.calls == 0, "the replay paid a call again"
+    (row,) = await pending(ctx2, task_id)
+    assert await decide(ctx2, task_id, row, "approve")
+    workers = [first, second]
+    while (await task_row(ctx2.sessions, task_id)).status in ("queued", "waiting"):
+        for row in await pending(ctx2, task_id):
+            await decide(ctx2, task_id, row, "approve")
+        model = PaidOnce(from_spec(SIM), seen)
+        workers.append(model)
+        ctx3 = make_ctx(database_url, f"w{len(workers)}", model)
+        try:
+            await execute_task(ctx3, task_id)
+        finally:
+            await ctx3.aclose()
+    task = await task_row(ctx2.sessions, task_id)
+    assert task.status == "succeeded" and sum(w.calls for w in workers) == 15
+    assert all(not w.repeats for w in workers)
+    async with ctx2.sessions() as s:
+        rows = (await s.execute(select(ApprovalRow).where(ApprovalRow.task_id == task_id))
+                ).scalars().all()
+    assert len(rows) == 2 and {r.status for r in rows} == {"approved"}
