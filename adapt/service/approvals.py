@@ -19,7 +19,13 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from adapt.engine.approvals import ApprovalGate, ApprovalRequest, Decision, DecisionKind
+from adapt.engine.approvals import (
+    ApprovalConfig,
+    ApprovalGate,
+    ApprovalRequest,
+    Decision,
+    DecisionKind,
+)
 from adapt.engine.events import ApprovalDecidedData, ApprovalRequestedData
 from adapt.engine.proposals import edited_action, edited_plan, plan_proposal
 from adapt.errors import InvalidProposal
@@ -27,7 +33,7 @@ from adapt.service.errors import InvalidField, NotDecidable, NotFound
 from adapt.store import approvals as store
 from adapt.store import task_rows
 from adapt.store import webhooks as webhook_store
-from adapt.store.models import ApprovalRow, Task
+from adapt.store.models import ApprovalRow, Task, utcnow
 
 log = logging.getLogger(__name__)
 
@@ -50,13 +56,14 @@ def requested_data(task_id: str, row: ApprovalRow) -> dict[str, Any]:
 
 
 async def wait(sessions: async_sessionmaker[AsyncSession], task: Task, attempt: int,
-               owner: str, request: ApprovalRequest, wake: Callable[[], None] | None = None
-               ) -> str | None:
-    """Store ``request`` and let ``task`` wait for it (``waiting``); ``None`` when this
-    attempt lost its lease meanwhile, ``queued`` when the request was decided meanwhile (the
-    task is queued again at once)."""
+               owner: str, request: ApprovalRequest, wake: Callable[[], None] | None = None,
+               *, deadline_seconds: float | None = None) -> str | None:
+    """Store ``request`` (due in ``deadline_seconds``, if given) and let ``task`` wait for it
+    (``waiting``); ``None`` when this attempt lost its lease meanwhile, ``queued`` when the
+    request was decided meanwhile (the task is queued again at once)."""
     async with sessions.begin() as session:
-        row = await store.add_request(session, task.id, request)
+        row = await store.add_request(session, task.id, request,
+                                      deadline_seconds=deadline_seconds)
         if row.status != "pending":
             ok = await task_rows.wake(session, task.id, running=owner)
             return "queued" if ok else None
@@ -138,3 +145,46 @@ async def decide(session: AsyncSession, task: Task, approval_id: str, decision: 
              decided_by or "(open API)")
     fresh = await store.get(session, task.id, row.id)
     return (fresh if fresh is not None else row), woken
+
+
+#: the reason a request nobody answered before its deadline is rejected with
+DEADLINE_REASON = "nobody decided before the deadline ({seconds:g} s)"
+#: who decided it (``decided_by``)
+DEADLINE_DECIDER = "deadline"
+
+
+async def expire_overdue(sessions: async_sessionmaker[AsyncSession]) -> list[str]:
+    """Apply ``approval.on_deadline`` to every pending request whose deadline passed: reject
+    it (the task is queued again) or fail its task. Returns the ids of the tasks to dispatch."""
+    now = utcnow()
+    woken: list[str] = []
+    for task_id, approval_id in await store.overdue(sessions, now):
+        async with sessions() as session:
+            task = await session.get(Task, task_id)
+            if task is None or task.finished:
+                continue
+            config = ApprovalConfig.model_validate(
+                (task.run_config or {}).get("approval") or {})
+            seconds = config.deadline_seconds or 0.0
+            if config.on_deadline == "fail":
+                message = (f"approval {approval_id} had no decision before the deadline "
+                           f"({seconds:g} s)")
+                if await store.expire(session, approval_id, now) and await task_rows.fail_waiting(
+                        session, task_id, message):
+                    await webhook_store.record_end(session, task_id, f"deadline:{approval_id}",
+                                                   "failed", message)
+                    await session.commit()
+                    log.info("task %s failed: %s", task_id, message)
+                else:
+                    await session.rollback()
+                continue
+            try:
+                _, again = await decide(session, task, approval_id, "reject",
+                                        reason=DEADLINE_REASON.format(seconds=seconds),
+                                        proposal=None, decided_by=DEADLINE_DECIDER,
+                                        tenant=task.tenant)
+            except NotDecidable:  # decided meanwhile
+                continue
+            if again:
+                woken.append(task_id)
+    return woken

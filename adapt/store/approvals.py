@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Sequence
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from sqlalchemy import func, select, update
@@ -38,16 +38,19 @@ async def find(session: AsyncSession, task_id: str, request: ApprovalRequest
     ).scalar_one_or_none()
 
 
-async def add_request(session: AsyncSession, task_id: str, request: ApprovalRequest
-                      ) -> ApprovalRow:
+async def add_request(session: AsyncSession, task_id: str, request: ApprovalRequest, *,
+                      deadline_seconds: float | None = None) -> ApprovalRow:
     """The row of ``request``: the one stored already, or a new pending one (in the caller's
-    transaction)."""
+    transaction), due by ``deadline_seconds`` from now if given."""
     row = await find(session, task_id, request)
     if row is not None:
         return row
+    now = utcnow()
     row = ApprovalRow(id=uuid.uuid4().hex, task_id=task_id, node_id=request.node_id,
                       kind=request.kind, number=request.number, proposal=request.proposal,
-                      status="pending", requested_at=utcnow())
+                      status="pending", requested_at=now,
+                      deadline_at=None if deadline_seconds is None
+                      else now + timedelta(seconds=deadline_seconds))
     session.add(row)
     await session.flush()
     return row
@@ -59,7 +62,7 @@ async def decisions(sessions: async_sessionmaker[AsyncSession], task_id: str
     async with sessions() as session:
         rows = (await session.execute(select(ApprovalRow).where(
             ApprovalRow.task_id == task_id, ApprovalRow.status != "pending"))).scalars().all()
-    return {key_of(r): decision_of(r) for r in rows}
+    return {key_of(r): decision_of(r) for r in rows if r.status in DECISION_OF}
 
 
 def decision_of(row: ApprovalRow) -> Decision:
@@ -86,6 +89,29 @@ async def get(session: AsyncSession, task_id: str, approval_id: str) -> Approval
 async def pending_count(session: AsyncSession, task_id: str) -> int:
     return int((await session.execute(select(func.count()).select_from(ApprovalRow).where(
         ApprovalRow.task_id == task_id, ApprovalRow.status == "pending"))).scalar_one())
+
+
+async def overdue(sessions: async_sessionmaker[AsyncSession], now: datetime, limit: int = 100
+                  ) -> list[tuple[str, str]]:
+    """(task id, approval id) of pending requests whose deadline passed, oldest first."""
+    async with sessions() as session:
+        rows = (await session.execute(
+            select(ApprovalRow.task_id, ApprovalRow.id)
+            .where(ApprovalRow.status == "pending", ApprovalRow.deadline_at < now)
+            .order_by(ApprovalRow.deadline_at).limit(limit))).all()
+    return [(str(r[0]), str(r[1])) for r in rows]
+
+
+async def expire(session: AsyncSession, approval_id: str, at: datetime) -> bool:
+    """Mark a pending request ``expired`` (its task failed at the deadline); False when it
+    was decided meanwhile."""
+    result = await session.execute(
+        update(ApprovalRow)
+        .where(ApprovalRow.id == approval_id, ApprovalRow.status == "pending")
+        .values(status="expired", decided_at=at, changes={"deadline": "passed"})
+        .returning(ApprovalRow.id)
+        .execution_options(synchronize_session=False))
+    return result.scalar_one_or_none() is not None
 
 
 async def decide(session: AsyncSession, approval_id: str, decision: DecisionKind, *,

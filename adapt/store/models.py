@@ -397,7 +397,8 @@ class ApprovalRow(Base):
     kind: Mapped[str] = mapped_column(String(16))
     number: Mapped[int] = mapped_column(Integer, default=1)
     proposal: Mapped[dict[str, Any]] = mapped_column(JSONType)
-    #: ``pending``, then ``approved``, ``rejected`` or ``edited``
+    #: ``pending``, then ``approved``, ``rejected`` or ``edited`` (or ``expired``: the deadline
+    #: passed and the task failed)
     status: Mapped[str] = mapped_column(String(16), default="pending")
     reason: Mapped[str | None] = mapped_column(Text)
     #: the changed proposal of an edit
@@ -409,3 +410,5 @@ class ApprovalRow(Base):
     decided_tenant: Mapped[str | None] = mapped_column(String(128))
     requested_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    #: when nobody decided by then, ``approval.on_deadline`` decides (None: no deadline)
+    deadline_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)

@@ -239,6 +239,23 @@ async def wake(session: AsyncSession, task_id: str, *, running: str | None = Non
     return seq is not None
 
 
+async def fail_waiting(session: AsyncSession, task_id: str, message: str) -> bool:
+    """End a waiting task ``failed`` (no decision came before its deadline), in the caller's
+    transaction, with a ``task.finished`` event; the node that waited fails too. False when the
+    task no longer waits."""
+    now = utcnow()
+    seq = await _transition(
+        session, task_id, (Task.status == "waiting",),
+        dict(status="failed", success=False, error=message, finished_at=now, updated_at=now),
+        "task.finished", FinishedData(status="failed", error=message))
+    if seq is None:
+        return False
+    await session.execute(
+        update(NodeRow).where(NodeRow.task_id == task_id, NodeRow.status == "awaiting_approval")
+        .values(status="failed", success=False, error=message, updated_at=now))
+    return True
+
+
 # -- the lease: claim, reclaim, renew, finish -----------------------------------------------
 def _holds(attempt: int, owner: str) -> tuple[ColumnElement[bool], ...]:
     return (Task.attempt == attempt, Task.lease_owner == owner)

@@ -41,7 +41,9 @@ class ApprovalPublic(BaseModel):
                         "rejected plan is proposed again: 2, 3, ...).")
     proposal: dict[str, Any] = Field(description="What waits: a plan's steps and execution "
                                      "order.")
-    status: Literal["pending", "approved", "rejected", "edited"]
+    status: Literal["pending", "approved", "rejected", "edited", "expired"] = Field(
+        description="expired: nobody decided before the deadline and the task failed "
+        "(approval.on_deadline: fail).")
     reason: str | None
     edited: dict[str, Any] | None = Field(description="An edit's proposal, as it ran.")
     changes: dict[str, Any] | None = Field(description="What the decision changed: each "

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from adapt.engine import config as engine_config
-from adapt.engine.approvals import ActionName
+from adapt.engine.approvals import ActionName, DeadlineOutcome
 from adapt.engine.approvals import ApprovalConfig as EngineApproval
 from adapt.engine.budget import Budget as EngineBudget
 from adapt.engine.config import (
@@ -114,6 +114,8 @@ class ApprovalConfig(BaseModel):
 
     plans: bool = engine(EngineApproval, "plans")
     actions: list[ActionName] = engine(EngineApproval, "actions")
+    deadline_seconds: float | None = engine(EngineApproval, "deadline_seconds")
+    on_deadline: DeadlineOutcome = engine(EngineApproval, "on_deadline")
 
 
 class Budget(BaseModel):

@@ -52,14 +52,17 @@ def upgrade() -> None:
         sa.Column("decided_tenant", sa.String(length=128), nullable=True),
         sa.Column("requested_at", UTC, nullable=False),
         sa.Column("decided_at", UTC, nullable=True),
+        sa.Column("deadline_at", UTC, nullable=True),
         sa.ForeignKeyConstraint(["task_id"], ["tasks.id"], ondelete="CASCADE"),
         sa.PrimaryKeyConstraint("id"),
         sa.UniqueConstraint("task_id", "node_id", "kind", "number", name="uq_approvals_point"),
     )
     op.create_index("ix_approvals_task_status", "approvals", ["task_id", "status"])
+    op.create_index(op.f("ix_approvals_deadline_at"), "approvals", ["deadline_at"])
 
 
 def downgrade() -> None:
+    op.drop_index(op.f("ix_approvals_deadline_at"), table_name="approvals")
     op.drop_index("ix_approvals_task_status", table_name="approvals")
     op.drop_table("approvals")
     if _postgresql():

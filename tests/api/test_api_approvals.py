@@ -47,10 +47,18 @@ async def test_the_approval_field_is_validated(client: httpx.AsyncClient) -> Non
         assert field in fields, (approval, fields)
     task = await create(client, BODY)
     detail = (await client.get(f"/tasks/{task['id']}")).json()
-    assert detail["run_config"]["approval"] == {"plans": True, "actions": []}
+    assert detail["run_config"]["approval"] == {"plans": True, "actions": [],
+                                                "deadline_seconds": None,
+                                                "on_deadline": "reject"}
     plain = await create(client)
     assert (await client.get(f"/tasks/{plain['id']}")).json()["run_config"]["approval"] == {
-        "plans": False, "actions": []}
+        "plans": False, "actions": [], "deadline_seconds": None, "on_deadline": "reject"}
+    r = await client.post("/tasks", json={**BODY, "approval": {"plans": True,
+                                                               "deadline_seconds": 0}})
+    assert r.status_code == 422
+    assert [e["field"] for e in r.json()["errors"]] == ["approval.deadline_seconds"]
+    r = await client.post("/tasks", json={**BODY, "approval": {"on_deadline": "ignore"}})
+    assert [e["field"] for e in r.json()["errors"]] == ["approval.on_deadline"]
 
 
 async def test_approve_edit_and_audit_over_http(

@@ -19,6 +19,7 @@ from adapt.service import approvals as approval_service
 from adapt.service.errors import NotDecidable
 from adapt.service.execute import ServiceContext, execute_task
 from adapt.service.submit import cancel_task
+from adapt.service.sweeper import sweep_once
 from adapt.sim import from_spec
 from adapt.store.models import ApprovalRow, LLMCallRow, NodeRow, Task, utcnow
 from adapt.store.prompts import call_prompts
@@ -304,3 +305,63 @@ async def test_a_worker_killed_on_the_way_to_waiting_changes_nothing(
         rows = (await s.execute(select(ApprovalRow).where(ApprovalRow.task_id == task_id))
                 ).scalars().all()
     assert len(rows) == 2 and {r.status for r in rows} == {"approved"}
+
+
+async def overdue_now(ctx: ServiceContext, task_id: str) -> None:
+    async with ctx.sessions.begin() as s:
+        await s.execute(update(ApprovalRow).where(ApprovalRow.task_id == task_id)
+                        .values(deadline_at=utcnow() - timedelta(seconds=1)))
+
+
+async def test_a_deadline_rejects_what_nobody_answered(database_url: str) -> None:
+    ctx = make_ctx(database_url, "w0")
+    await ctx.aclose()
+    rc = RunConfig(d_max=2, approval={"plans": True, "deadline_seconds": 3600})
+    task_id = await insert_task(ctx.sessions, config={"seed": 11}, run_config=rc)
+    await run_until_waiting(database_url, task_id, "w1")
+    (row,) = await pending(ctx, task_id)
+    assert row.deadline_at is not None
+    dispatched: list[str] = []
+
+    async def dispatch(task_id: str) -> None:
+        dispatched.append(task_id)
+
+    assert await sweep_once(ctx.sessions, dispatch, grace=60) == []  # not due yet
+    await overdue_now(ctx, task_id)
+    assert await sweep_once(ctx.sessions, dispatch, grace=60) == [task_id]
+    assert dispatched == [task_id]
+    async with ctx.sessions() as s:
+        decided = await s.get(ApprovalRow, row.id)
+    assert decided is not None and decided.status == "rejected"
+    assert decided.decided_by == "deadline"
+    assert decided.reason == "nobody decided before the deadline (3600 s)"
+    assert (await task_row(ctx.sessions, task_id)).status == "queued"
+    second = await run_until_waiting(database_url, task_id, "w2")
+    (again,) = await pending(ctx, task_id)
+    assert again.number == 2 and second.calls == 1 and not second.repeats
+
+
+async def test_a_deadline_can_fail_the_task(database_url: str) -> None:
+    ctx = make_ctx(database_url, "w0")
+    await ctx.aclose()
+    rc = RunConfig(d_max=2, approval={"plans": True, "deadline_seconds": 60,
+                                      "on_deadline": "fail"})
+    task_id = await insert_task(ctx.sessions, config={"seed": 11}, run_config=rc)
+    await run_until_waiting(database_url, task_id, "w1")
+    (row,) = await pending(ctx, task_id)
+    await overdue_now(ctx, task_id)
+
+    async def dispatch(task_id: str) -> None:
+        raise AssertionError("a failed task is not dispatched")
+
+    assert await sweep_once(ctx.sessions, dispatch, grace=60) == []
+    task = await task_row(ctx.sessions, task_id)
+    assert task.status == "failed" and task.finished_at is not None
+    assert task.error == f"approval {row.id} had no decision before the deadline (60 s)"
+    tree = await persisted_tree(ctx.sessions, task_id)
+    assert tree["nodes"][1]["status"] == "failed"
+    async with ctx.sessions() as s:
+        expired = await s.get(ApprovalRow, row.id)
+    assert expired is not None and expired.status == "expired"
+    assert (await events(ctx.sessions, task_id))[-1].type == "task.finished"
+    assert await pending(ctx, task_id) == []
