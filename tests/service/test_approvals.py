@@ -21,7 +21,8 @@ from adapt.service.execute import ServiceContext, execute_task
 from adapt.service.submit import cancel_task
 from adapt.service.sweeper import sweep_once
 from adapt.sim import from_spec
-from adapt.store.models import ApprovalRow, LLMCallRow, NodeRow, Task, utcnow
+from adapt.store import webhooks as webhook_store
+from adapt.store.models import ApprovalRow, LLMCallRow, NodeRow, Task, WebhookDelivery, utcnow
 from adapt.store.prompts import call_prompts
 from tests.service.helpers import events, insert_task, persisted_tree, task_row
 from tests.service.test_execute import SIM, as_persisted, make_ctx, reference_tree
@@ -365,3 +366,25 @@ async def test_a_deadline_can_fail_the_task(database_url: str) -> None:
     assert expired is not None and expired.status == "expired"
     assert (await events(ctx.sessions, task_id))[-1].type == "task.finished"
     assert await pending(ctx, task_id) == []
+
+
+async def test_an_approval_request_is_a_webhook_event(database_url: str) -> None:
+    ctx = make_ctx(database_url, "w0")
+    await ctx.aclose()
+    async with ctx.sessions.begin() as s:
+        s.add(webhook_store.new_endpoint("default", "https://hooks.example.com/a",
+                                         ["approval.requested"]))
+        s.add(webhook_store.new_endpoint("default", "https://hooks.example.com/b",
+                                         ["task.finished"]))
+    task_id = await insert_task(ctx.sessions, config={"seed": 11}, run_config=PLANS)
+    await run_until_waiting(database_url, task_id, "w1")
+    await run_until_waiting(database_url, task_id, "w2")  # a second worker: nothing new
+    (row,) = await pending(ctx, task_id)
+    async with ctx.sessions() as s:
+        deliveries = (await s.execute(select(WebhookDelivery).where(
+            WebhookDelivery.task_id == task_id))).scalars().all()
+    assert [d.event_type for d in deliveries] == ["approval.requested"]
+    data = deliveries[0].payload["data"]
+    assert data["approval_id"] == row.id and data["kind"] == "plan" and data["node_id"] == 1
+    assert data["proposal"] == row.proposal
+    assert data["url"] == f"/tasks/{task_id}/approvals/{row.id}"
