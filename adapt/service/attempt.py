@@ -87,8 +87,13 @@ class Attempt:
         self.env.close()
 
 
-async def _load_replay(ctx: ServiceContext, task_id: str) -> tuple[Recording, int]:
-    calls, events = await task_rows.replay_material(ctx.sessions, task_id)
+async def _load_replay(ctx: ServiceContext, task: Task) -> tuple[Recording, int]:
+    """The calls an attempt replays, and the events stored already. A fork's first attempt
+    (nothing of its own stored yet) replays its origin's calls before the fork point."""
+    calls, events = await task_rows.replay_material(ctx.sessions, task.id)
+    if not calls and not events and task.forked_from_task and task.fork_calls:
+        calls, _ = await task_rows.replay_material(
+            ctx.sessions, task.id, calls_of=task.forked_from_task, at_most=task.fork_calls)
     recording = Recording(calls=[
         RecordedCall(index=i, fingerprint=fingerprint,
                      response=ChatResponse.model_validate(response))
@@ -103,7 +108,7 @@ async def prepare_attempt(ctx: ServiceContext, task_id: str, attempt: int) -> At
     task = await task_rows.load(ctx.sessions, task_id)
     if task is None:
         raise TaskGone(f"task {task_id} no longer exists")
-    recording, skip = await _load_replay(ctx, task_id)
+    recording, skip = await _load_replay(ctx, task)
     config = stored_config(task)
     # a remote environment's class may need its server's metadata: read off the loop
     env = await in_env_thread(registry.create, task.environment)

@@ -34,6 +34,7 @@ from adapt.service.errors import (
     SubmissionInvalid,
     TaskActive,
 )
+from adapt.service.fork import fork_task
 from adapt.service.resume import resume_task
 from adapt.service.retention import delete_tasks
 from adapt.service.submit import Submission, cancel_task, check_webhook, request_hash, submit_task
@@ -241,6 +242,19 @@ class TaskService:
         if resumed:
             await self.dispatcher.dispatch(task.id)
         return task
+
+    async def fork(self, task_id: str, node_id: int, overrides: Mapping[str, Any]) -> Task:
+        """A fork of a finished task at ``node_id`` (:mod:`adapt.service.fork`), queued and
+        dispatched."""
+        source = await self.task(task_id)
+        outcome = await fork_task(self.session, self.settings, self.tenant, source, node_id,
+                                  overrides)
+        try:
+            await self.dispatcher.dispatch(outcome.task.id)
+        except Exception:  # stored: the worker's sweeper dispatches it later
+            log.exception("dispatching task %s failed; it stays queued for the sweeper",
+                          outcome.task.id)
+        return outcome.task
 
     # -- approvals ------------------------------------------------------------------------
     async def approvals(self, task_id: str, *, status: str | None = None

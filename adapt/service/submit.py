@@ -73,6 +73,18 @@ class Submission:
     models: ModelRequest = ModelRequest()
     #: ``{"url": ..., "events": [...]}``: this task's own webhook (see adapt.webhooks)
     webhook: WebhookRequest | None = None
+    #: a fork's origin (``adapt.service.fork``)
+    fork: ForkOrigin | None = None
+
+
+@dataclass(frozen=True)
+class ForkOrigin:
+    """Where a fork comes from: the task, the node, and how many of the task's recorded calls
+    (those before the node) its first attempt replays."""
+
+    task_id: str
+    node_id: int
+    calls: int
 
 
 @dataclass(frozen=True)
@@ -258,6 +270,9 @@ async def submit_task(
         planner_simulated=valid.planner.simulated,
         idempotency_key=idempotency_key,
         request_hash=body_hash if idempotency_key is not None else None,
+        forked_from_task=sub.fork.task_id if sub.fork is not None else None,
+        forked_from_node=sub.fork.node_id if sub.fork is not None else None,
+        fork_calls=sub.fork.calls if sub.fork is not None else None,
     )
     if task is None:  # a concurrent request with the same key won the insert
         existing = None

@@ -120,10 +120,22 @@ class Task(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
+    #: a fork (``POST /tasks/{id}/fork``): the task and node it was forked from, and how many
+    #: of that task's recorded calls its first attempt replays (the history before the node)
+    forked_from_task: Mapped[str | None] = mapped_column(String(32))
+    forked_from_node: Mapped[int | None] = mapped_column(Integer)
+    fork_calls: Mapped[int | None] = mapped_column(Integer)
+
     # what the row says, read as such by the API's schemas (``from_attributes``)
     @property
     def finished(self) -> bool:
         return self.status in FINAL_STATUSES
+
+    @property
+    def forked_from(self) -> dict[str, Any] | None:
+        if self.forked_from_task is None:
+            return None
+        return {"task_id": self.forked_from_task, "node_id": self.forked_from_node}
 
     @property
     def simulated(self) -> bool:

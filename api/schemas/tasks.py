@@ -90,6 +90,26 @@ class TaskWebhook(BaseModel):
     deliveries: str = Field(description="The delivery log of this task.")
 
 
+class ForkedFrom(BaseModel):
+    task_id: str
+    node_id: int
+
+
+class ForkCreate(BaseModel):
+    """A fork of a finished task at one of its nodes."""
+
+    model_config = STRICT
+
+    node_id: int = Field(ge=1, description="The node to fork at: the calls before it (before "
+                         "its first call, or its subtree's) are replayed, not paid again.")
+    overrides: dict[str, Any] = Field(
+        default_factory=dict, examples=[{"executor": {"model": "sim:textcraft?capability=2"},
+                                         "d_max": 4}],
+        description="Run config fields to change from the node on, as in POST /tasks "
+        "(executor and planner models and settings, d_max, strategy options, budget, ...); "
+        "empty: the same run again (the same tree).")
+
+
 class TaskPublic(BaseModel):
     model_config = FROM_ROWS
 
@@ -123,6 +143,9 @@ class TaskPublic(BaseModel):
     finished_at: datetime | None
     updated_at: datetime
     webhook: TaskWebhook | None = Field(default=None, description="The task's own webhook.")
+    forked_from: ForkedFrom | None = Field(
+        default=None, description="A fork's origin: the task and the node it was forked from "
+        "(POST /tasks/{id}/fork); null for a task submitted as such.")
 
     @computed_field  # type: ignore[prop-decorator]
     @property

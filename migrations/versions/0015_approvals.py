@@ -1,4 +1,5 @@
-"""approvals: the points where a task waits for a person, and the decisions (issue 30)
+"""approvals: the points where a task waits for a person, and the decisions; tasks.forked_from_*
+and fork_calls: a fork's origin (issue 30)
 
 A task that asks for approval (``run_config.approval``) stops at each plan (or named action)
 until a decision is stored here; the task's status is then ``waiting`` (no lease, no worker)
@@ -33,6 +34,9 @@ def _postgresql() -> bool:
 
 
 def upgrade() -> None:
+    op.add_column("tasks", sa.Column("forked_from_task", sa.String(length=32), nullable=True))
+    op.add_column("tasks", sa.Column("forked_from_node", sa.Integer(), nullable=True))
+    op.add_column("tasks", sa.Column("fork_calls", sa.Integer(), nullable=True))
     if _postgresql():
         op.alter_column("nodes", "status", type_=sa.String(length=32),
                         existing_type=sa.String(length=16), existing_nullable=False)
@@ -69,3 +73,6 @@ def downgrade() -> None:
         op.execute("UPDATE nodes SET status = 'pending' WHERE status = 'awaiting_approval'")
         op.alter_column("nodes", "status", type_=sa.String(length=16),
                         existing_type=sa.String(length=32), existing_nullable=False)
+    op.drop_column("tasks", "fork_calls")
+    op.drop_column("tasks", "forked_from_node")
+    op.drop_column("tasks", "forked_from_task")
