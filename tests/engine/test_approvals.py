@@ -3,12 +3,17 @@ decides; approve, edit (validated strictly) and reject (the planner hears the re
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+from typing import Any
+
 import pytest
 
 from adapt.engine import MemorySink, RunConfig, run_task
-from adapt.engine.approvals import ApprovalRequest, Decision
+from adapt.engine.approvals import ApprovalConfig, ApprovalRequest, Decision
+from adapt.engine.gated import action_name, needs_approval
 from adapt.engine.proposals import edited_plan
 from adapt.envs.textcraft import TextCraft
+from adapt.envs.tools import ToolSpec
 from adapt.errors import AwaitingApproval, InvalidProposal
 from adapt.sim import from_spec
 
@@ -116,3 +121,27 @@ async def test_an_edited_action_is_sent_instead() -> None:
     crafts = [s for ss in sink.steps.values() for s in ss if s.text.startswith("craft")]
     assert crafts and all(s.observation.startswith("Inventory") for s in crafts), [
         s.observation for s in crafts]
+
+
+def test_which_actions_wait_for_a_person() -> None:
+    class Tooled:
+        def tools(self) -> list[ToolSpec]:
+            return [ToolSpec("rm", "remove a file", destructive=True),
+                    ToolSpec("ls", "list files", read_only=True)]
+
+        def tool_action(self, name: str, arguments: Any) -> str:
+            return name
+
+    def run(actions: list[str]) -> Any:
+        return SimpleNamespace(config=SimpleNamespace(approval=ApprovalConfig(actions=actions)),
+                               env=Tooled())
+
+    assert action_name("  Craft 1 stick using 2 bamboo") == "craft"
+    assert needs_approval(run(["craft"]), "CRAFT")
+    assert not needs_approval(run(["craft"]), "get")
+    assert needs_approval(run(["destructive"]), "rm")
+    assert not needs_approval(run(["destructive"]), "ls")
+    assert not needs_approval(run([]), "rm")
+    text_env = SimpleNamespace(config=SimpleNamespace(
+        approval=ApprovalConfig(actions=["destructive"])), env=object())
+    assert not needs_approval(text_env, "craft"), "a text environment declares no tool"
