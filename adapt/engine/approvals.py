@@ -30,7 +30,7 @@ from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 ApprovalKind = Literal["plan", "action"]
 DecisionKind = Literal["approve", "reject", "edit"]
-DeadlineOutcome = Literal["reject", "fail"]
+TimeoutOutcome = Literal["reject", "fail"]
 ActionName = Annotated[str, StringConstraints(min_length=1, max_length=128)]
 
 
@@ -48,13 +48,13 @@ class ApprovalConfig(BaseModel):
         default_factory=list, max_length=64,
         description="Action or tool names to ask about before the executor runs them, or "
         "'destructive' for tools that declare themselves so.")
-    deadline_seconds: float | None = Field(
+    timeout_seconds: float | None = Field(
         default=None, gt=0, le=30 * 24 * 3600,
         description="How long a request may wait for a decision (null: as long as it takes); "
-        "then on_deadline decides.")
-    on_deadline: DeadlineOutcome = Field(
+        "then on_timeout decides.")
+    on_timeout: TimeoutOutcome = Field(
         default="reject",
-        description="What a request nobody answered before deadline_seconds becomes: 'reject' "
+        description="What a request nobody answered before timeout_seconds becomes: 'reject' "
         "(the model hears that nobody approved in time, and proposes again) or 'fail' (the "
         "task ends failed).")
 
@@ -96,6 +96,6 @@ ApprovalGate = Callable[[ApprovalRequest], Awaitable[Decision | None]]
 
 
 __all__ = [
-    "ApprovalConfig", "ApprovalGate", "ApprovalKind", "ApprovalRequest", "DeadlineOutcome",
-    "Decision", "DecisionKind",
+    "ApprovalConfig", "ApprovalGate", "ApprovalKind", "ApprovalRequest", "Decision",
+    "DecisionKind", "TimeoutOutcome",
 ]

@@ -57,13 +57,13 @@ def requested_data(task_id: str, row: ApprovalRow) -> dict[str, Any]:
 
 async def wait(sessions: async_sessionmaker[AsyncSession], task: Task, attempt: int,
                owner: str, request: ApprovalRequest, wake: Callable[[], None] | None = None,
-               *, deadline_seconds: float | None = None) -> str | None:
-    """Store ``request`` (due in ``deadline_seconds``, if given) and let ``task`` wait for it
+               *, timeout_seconds: float | None = None) -> str | None:
+    """Store ``request`` (due in ``timeout_seconds``, if given) and let ``task`` wait for it
     (``waiting``); ``None`` when this attempt lost its lease meanwhile, ``queued`` when the
     request was decided meanwhile (the task is queued again at once)."""
     async with sessions.begin() as session:
         row = await store.add_request(session, task.id, request,
-                                      deadline_seconds=deadline_seconds)
+                                      deadline_seconds=timeout_seconds)
         if row.status != "pending":
             ok = await task_rows.wake(session, task.id, running=owner)
             return "queued" if ok else None
@@ -154,7 +154,7 @@ DEADLINE_DECIDER = "deadline"
 
 
 async def expire_overdue(sessions: async_sessionmaker[AsyncSession]) -> list[str]:
-    """Apply ``approval.on_deadline`` to every pending request whose deadline passed: reject
+    """Apply ``approval.on_timeout`` to every pending request whose deadline passed: reject
     it (the task is queued again) or fail its task. Returns the ids of the tasks to dispatch."""
     now = utcnow()
     woken: list[str] = []
@@ -165,8 +165,8 @@ async def expire_overdue(sessions: async_sessionmaker[AsyncSession]) -> list[str
                 continue
             config = ApprovalConfig.model_validate(
                 (task.run_config or {}).get("approval") or {})
-            seconds = config.deadline_seconds or 0.0
-            if config.on_deadline == "fail":
+            seconds = config.timeout_seconds or 0.0
+            if config.on_timeout == "fail":
                 message = (f"approval {approval_id} had no decision before the deadline "
                            f"({seconds:g} s)")
                 if await store.expire(session, approval_id, now) and await task_rows.fail_waiting(

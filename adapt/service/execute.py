@@ -219,7 +219,7 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
         wake = ctx.webhook_sender.wake if ctx.webhook_sender is not None else None
         return await approvals.wait(ctx.sessions, run.task, attempt, ctx.worker_id,
                                     exc.request, wake,
-                                    deadline_seconds=run.config.approval.deadline_seconds)
+                                    timeout_seconds=run.config.approval.timeout_seconds)
     except ProviderUnavailable as exc:
         log.warning("task %s: provider unavailable: %s", task_id, exc)
         return await fail(f"provider unavailable: {exc}")

@@ -26,7 +26,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from adapt.engine import config as engine_config
-from adapt.engine.approvals import ActionName, DeadlineOutcome
+from adapt.engine.approvals import ActionName, TimeoutOutcome
 from adapt.engine.approvals import ApprovalConfig as EngineApproval
 from adapt.engine.budget import Budget as EngineBudget
 from adapt.engine.config import (
@@ -114,8 +114,8 @@ class ApprovalConfig(BaseModel):
 
     plans: bool = engine(EngineApproval, "plans")
     actions: list[ActionName] = engine(EngineApproval, "actions")
-    deadline_seconds: float | None = engine(EngineApproval, "deadline_seconds")
-    on_deadline: DeadlineOutcome = engine(EngineApproval, "on_deadline")
+    timeout_seconds: float | None = engine(EngineApproval, "timeout_seconds")
+    on_timeout: TimeoutOutcome = engine(EngineApproval, "on_timeout")
 
 
 class Budget(BaseModel):

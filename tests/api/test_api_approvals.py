@@ -48,17 +48,17 @@ async def test_the_approval_field_is_validated(client: httpx.AsyncClient) -> Non
     task = await create(client, BODY)
     detail = (await client.get(f"/tasks/{task['id']}")).json()
     assert detail["run_config"]["approval"] == {"plans": True, "actions": [],
-                                                "deadline_seconds": None,
-                                                "on_deadline": "reject"}
+                                                "timeout_seconds": None,
+                                                "on_timeout": "reject"}
     plain = await create(client)
     assert (await client.get(f"/tasks/{plain['id']}")).json()["run_config"]["approval"] == {
-        "plans": False, "actions": [], "deadline_seconds": None, "on_deadline": "reject"}
+        "plans": False, "actions": [], "timeout_seconds": None, "on_timeout": "reject"}
     r = await client.post("/tasks", json={**BODY, "approval": {"plans": True,
-                                                               "deadline_seconds": 0}})
+                                                               "timeout_seconds": 0}})
     assert r.status_code == 422
-    assert [e["field"] for e in r.json()["errors"]] == ["approval.deadline_seconds"]
-    r = await client.post("/tasks", json={**BODY, "approval": {"on_deadline": "ignore"}})
-    assert [e["field"] for e in r.json()["errors"]] == ["approval.on_deadline"]
+    assert [e["field"] for e in r.json()["errors"]] == ["approval.timeout_seconds"]
+    r = await client.post("/tasks", json={**BODY, "approval": {"on_timeout": "ignore"}})
+    assert [e["field"] for e in r.json()["errors"]] == ["approval.on_timeout"]
 
 
 async def test_approve_edit_and_audit_over_http(

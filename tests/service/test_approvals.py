@@ -317,7 +317,7 @@ async def overdue_now(ctx: ServiceContext, task_id: str) -> None:
 async def test_a_deadline_rejects_what_nobody_answered(database_url: str) -> None:
     ctx = make_ctx(database_url, "w0")
     await ctx.aclose()
-    rc = RunConfig(d_max=2, approval={"plans": True, "deadline_seconds": 3600})
+    rc = RunConfig(d_max=2, approval={"plans": True, "timeout_seconds": 3600})
     task_id = await insert_task(ctx.sessions, config={"seed": 11}, run_config=rc)
     await run_until_waiting(database_url, task_id, "w1")
     (row,) = await pending(ctx, task_id)
@@ -345,8 +345,8 @@ async def test_a_deadline_rejects_what_nobody_answered(database_url: str) -> Non
 async def test_a_deadline_can_fail_the_task(database_url: str) -> None:
     ctx = make_ctx(database_url, "w0")
     await ctx.aclose()
-    rc = RunConfig(d_max=2, approval={"plans": True, "deadline_seconds": 60,
-                                      "on_deadline": "fail"})
+    rc = RunConfig(d_max=2, approval={"plans": True, "timeout_seconds": 60,
+                                      "on_timeout": "fail"})
     task_id = await insert_task(ctx.sessions, config={"seed": 11}, run_config=rc)
     await run_until_waiting(database_url, task_id, "w1")
     (row,) = await pending(ctx, task_id)
