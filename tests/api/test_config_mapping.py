@@ -18,8 +18,8 @@ from pydantic import BaseModel, Field
 
 import api.schemas
 from adapt.engine import budget as engine_budget
-from adapt.engine.approvals import ApprovalConfig as EngineApproval
 from adapt.engine import config as engine_config
+from adapt.engine.approvals import ApprovalConfig as EngineApproval
 from adapt.engine.budget import Budget as EngineBudget
 from adapt.engine.config import ModelSpecs, RunConfig
 from adapt.engine.executors.react import ReActConfig
