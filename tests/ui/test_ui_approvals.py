@@ -26,6 +26,9 @@ def test_approve_reject_and_edit_from_the_task_page(page: Any, server: Server,
     task = server.submit(slow_task(sim, seed=11, d_max=3, approval={"plans": True}))
     task_id = task["id"]
     wait_for(lambda: pending(server, task_id), 60, "the first plan to wait")
+    # the task list filters the tasks that wait
+    page.goto(f"{server.url}/ui?status=waiting")
+    page.wait_for_selector(f"tr[data-task-id='{task_id}'][data-status='waiting']")
     page.goto(f"{server.url}/ui/tasks/{task_id}")
     page.wait_for_selector("#approvals .approval")
     assert "waiting" in page.inner_text(".task-head")
