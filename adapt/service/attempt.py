@@ -88,10 +88,11 @@ class Attempt:
 
 
 async def _load_replay(ctx: ServiceContext, task: Task) -> tuple[Recording, int]:
-    """The calls an attempt replays, and the events stored already. A fork's first attempt
-    (nothing of its own stored yet) replays its origin's calls before the fork point."""
+    """The calls an attempt replays, and the events stored already. A fork that has not yet
+    recorded the calls before its fork point (its first attempt, or one that stopped before
+    them) replays its origin's: its own are the same answers, to the same requests."""
     calls, events = await task_rows.replay_material(ctx.sessions, task.id)
-    if not calls and not events and task.forked_from_task and task.fork_calls:
+    if task.forked_from_task and task.fork_calls and len(calls) < task.fork_calls:
         calls, _ = await task_rows.replay_material(
             ctx.sessions, task.id, calls_of=task.forked_from_task, at_most=task.fork_calls)
     recording = Recording(calls=[

@@ -13,10 +13,12 @@ from sqlalchemy import select
 from adapt.engine import RunConfig
 from adapt.llm.base import ChatModel, ChatRequest, ChatResponse
 from adapt.llm.recording import request_fingerprint
+from adapt.service import approvals as approval_service
 from adapt.service.errors import InvalidField, TaskActive
 from adapt.service.execute import ServiceContext, execute_task
 from adapt.service.fork import fork_task
 from adapt.sim import from_spec
+from adapt.store import approvals as approval_store
 from adapt.store.models import LLMCallRow, Task
 from tests.service.helpers import insert_task, persisted_tree, task_row
 from tests.service.test_execute import SIM, make_ctx
@@ -127,3 +129,32 @@ async def test_a_fork_is_refused_where_it_cannot_be(
     queued = await insert_task(ctx.sessions, config={"seed": 11})
     with pytest.raises(TaskActive):
         await fork(ctx, queued, 1)
+
+
+
+async def test_a_fork_that_stops_before_its_fork_point_pays_nothing_before_it(
+    database_url: str, origin: tuple[ServiceContext, str],
+) -> None:
+    """A fork that asks for plan approvals stops in its history (at the root's plan) with
+    part of it recorded; its next attempts still replay the origin's calls before the node."""
+    ctx, task_id = origin
+    forked = await fork(ctx, task_id, 5, {"approval": {"plans": True}})
+    assert forked.fork_calls == 14
+    workers: list[Live] = []
+    while True:
+        live = Live(from_spec(SIM))
+        workers.append(live)
+        status = await run(database_url, forked.id, live, f"w{len(workers) + 1}")
+        if status != "waiting":
+            break
+        async with ctx.sessions() as s:
+            task = await s.get(Task, forked.id)
+            assert task is not None
+            for row in await approval_store.for_task(s, forked.id, status="pending"):
+                await approval_service.decide(s, task, row.id, "approve", reason=None,
+                                              proposal=None, decided_by=None,
+                                              tenant="default")
+    assert status == "succeeded" and len(workers) == 3, "two plans, two waits"
+    assert [len(w.asked) for w in workers] == [0, 0, 1], "a call before the node was paid"
+    assert await persisted_tree(ctx.sessions, forked.id) == await persisted_tree(
+        ctx.sessions, task_id)
