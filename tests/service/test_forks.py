@@ -158,3 +158,19 @@ async def test_a_fork_that_stops_before_its_fork_point_pays_nothing_before_it(
     assert [len(w.asked) for w in workers] == [0, 0, 1], "a call before the node was paid"
     assert await persisted_tree(ctx.sessions, forked.id) == await persisted_tree(
         ctx.sessions, task_id)
+
+
+async def test_a_failed_task_forked_with_a_deeper_d_max_succeeds(database_url: str) -> None:
+    ctx = make_ctx(database_url, "w0")
+    await ctx.aclose()
+    task_id = await insert_task(ctx.sessions, config={"seed": 11},
+                                run_config=RunConfig(d_max=2))
+    assert await run(database_url, task_id, from_spec(SIM), "w1") == "failed"
+    recorded = await fingerprints(ctx, task_id)
+    forked = await fork(ctx, task_id, 2, {"d_max": 4})
+    assert forked.d_max == 4 and forked.fork_calls == 2
+    live = Live(from_spec(SIM))
+    assert await run(database_url, forked.id, live, "w2") == "succeeded"
+    assert recorded[:2] == (await fingerprints(ctx, forked.id))[:2]
+    assert len(live.asked) == (await task_row(ctx.sessions, forked.id)).llm_calls - 2, \
+        "a call before the node was paid"
