@@ -21,6 +21,8 @@ in :mod:`adapt.service.errors`, with the HTTP status the API answers them with.
 
 from __future__ import annotations
 
+from typing import Any
+
 
 class AdaptError(Exception):
     """Base class of every error raised by the ``adapt`` library."""
@@ -207,6 +209,26 @@ class InFlightCallRefused(TaskInterrupted):
     model asked for it, its result was never recorded), and the tool does not say it is
     read-only or idempotent: sending it again could repeat a side effect, so the attempt stops
     and the task stays resumable. The message names the call."""
+
+
+class AwaitingApproval(TaskInterrupted):
+    """The run reached a point the task asked a person to approve (``RunConfig.approval``) and
+    no decision is recorded yet: the attempt stops there, everything before it stored, and the
+    task waits (no lease, no worker) until the decision comes. ``request`` is the engine's
+    ``ApprovalRequest``."""
+
+    def __init__(self, request: Any) -> None:
+        super().__init__(f"node {request.node_id} awaits approval of its {request.kind}")
+        self.request = request
+
+
+class InvalidProposal(UserError):
+    """An edited proposal (a plan, an action) that does not validate; ``field`` names the bad
+    part, as a path under ``proposal``."""
+
+    def __init__(self, field: str, message: str) -> None:
+        super().__init__(message)
+        self.field = field
 
 
 class ReplayDivergence(AdaptError):

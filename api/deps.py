@@ -112,11 +112,12 @@ async def get_tenant(
             raise _unauthorized("malformed Authorization header: send "
                                 "'Authorization: Bearer adapt_<prefix>_<secret>'",
                                 "invalid_request")
-        tenant = await auth.tenant_for(session, token.strip())
-        if tenant is None:
+        found = await auth.key_for(session, token.strip())
+        if found is None:
             raise _unauthorized("invalid or revoked API key; create one with "
                                 "`adapt keys create --tenant NAME`", "invalid_token")
-        return tenant
+        request.state.api_key_id = found[1]  # who decides an approval (its audit)
+        return found[0]
     settings: Settings = request.app.state.settings
     mode = settings.auth_mode
     cache: KeysCache = request.app.state.keys_cache
@@ -130,9 +131,10 @@ async def get_tenant(
 TenantDep = Annotated[str, Depends(get_tenant)]
 
 
-def get_task_service(session: SessionDep, tenant: TenantDep, settings: SettingsDep,
-                     dispatcher: DispatcherDep) -> TaskService:
-    return TaskService(session, settings, tenant, dispatcher)
+def get_task_service(request: Request, session: SessionDep, tenant: TenantDep,
+                     settings: SettingsDep, dispatcher: DispatcherDep) -> TaskService:
+    return TaskService(session, settings, tenant, dispatcher,
+                       key_id=getattr(request.state, "api_key_id", None))
 
 
 TaskServiceDep = Annotated[TaskService, Depends(get_task_service)]

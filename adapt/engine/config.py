@@ -30,6 +30,7 @@ from pydantic import (
 from pydantic.fields import FieldInfo
 from pydantic_core import PydanticCustomError
 
+from adapt.engine.approvals import ApprovalConfig
 from adapt.engine.budget import Budget
 from adapt.engine.executors.registry import EXECUTORS, available_executors
 
@@ -260,6 +261,10 @@ class RunConfig(BaseModel):
         description="Constrained decoding: send the environment's grammars (valid actions for "
         "the executor, checkable plan lines for the planner) with the requests; local: models "
         "and endpoints whose server_kind is vllm or llama.cpp apply them, others ignore them.")
+    approval: ApprovalConfig = Field(
+        default_factory=ApprovalConfig,
+        description="Where a person decides: plans (and named actions) wait for approval, "
+        "edit or rejection (see docs/approvals.md). Off by default.")
 
     @field_validator("executor", mode="before")
     @classmethod

@@ -20,8 +20,9 @@ from adapt.llm.base import ChatResponse
 # The event types, defined once: the store's event log and the API use these names.
 #: what the engine emits
 EngineEventType = Literal["node.created", "node.updated", "step", "llm_call", "task.finished"]
-#: what a task's event log holds: the engine's events, and ``task.resumed`` (the service's)
-EventType = Literal[EngineEventType, "task.resumed"]
+#: what a task's event log holds: the engine's events, and the service's: ``task.resumed``,
+#: ``approval.requested`` and ``approval.decided`` (a person in the loop)
+EventType = Literal[EngineEventType, "task.resumed", "approval.requested", "approval.decided"]
 EVENT_TYPES: tuple[str, ...] = get_args(EventType)
 
 
@@ -111,6 +112,27 @@ class ResumedData(BaseModel):
 
     status: Literal["queued"] = "queued"
     after: str | None = None
+
+
+class ApprovalRequestedData(BaseModel):
+    """``approval.requested``: the task waits for a decision on ``proposal`` at a node."""
+
+    approval_id: str
+    node_id: int
+    kind: str
+    proposal: dict[str, Any]
+
+
+class ApprovalDecidedData(BaseModel):
+    """``approval.decided``: a person decided (``decided_by``: the API key's id, or null
+    while the API runs open)."""
+
+    approval_id: str
+    node_id: int
+    kind: str
+    decision: str
+    reason: str | None = None
+    decided_by: str | None = None
 
 
 class TreeSink(ABC):

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from adapt.engine.approvals import ApprovalGate, ApprovalKind, ApprovalRequest, Decision
 from adapt.engine.budget import BudgetTracker
 from adapt.engine.config import ResolvedConfig
 from adapt.engine.events import (
@@ -28,7 +29,7 @@ from adapt.engine.events import (
 )
 from adapt.engine.tree import LLMCall, MonitorTotals, Node, Step, UsageTotals
 from adapt.envs.base import Environment
-from adapt.errors import BudgetError, CancelledByUser, ProviderError
+from adapt.errors import AwaitingApproval, BudgetError, CancelledByUser, ProviderError
 from adapt.llm.base import (
     ChatModel,
     ChatRequest,
@@ -88,6 +89,7 @@ class Run:
         cancel: CancelCheck | None = None,
         price: PriceFn | None = None,
         env_config: BaseModel | Mapping[str, Any] | None = None,
+        approvals: ApprovalGate | None = None,
     ) -> None:
         self.env = env
         #: the config the episode started with (``run_task`` passes the validated model);
@@ -114,6 +116,10 @@ class Run:
         self.monitor_totals = MonitorTotals()
         self._state = EpisodeState()
         self._calls = 0
+        #: where the decisions on approval requests come from (``RunConfig.approval``)
+        self.approvals = approvals
+        #: approval requests made so far, per (node id, kind)
+        self._asked: dict[tuple[int, str], int] = {}
 
     # -- the episode's state: read here, changed only by the methods below -------------------
     @property
@@ -178,6 +184,24 @@ class Run:
         return sorted(
             (n for n in self.nodes.values() if n.parent_id == node.id), key=lambda n: n.position
         )
+
+    # -- a person in the loop ----------------------------------------------------------------
+    async def ask(self, node: Node, kind: ApprovalKind, proposal: dict[str, Any]) -> Decision:
+        """Ask for a decision on ``proposal`` at ``node``: the node is ``awaiting_approval``
+        until it comes. With no decision yet, what happened so far is stored and
+        ``AwaitingApproval`` stops the run (a replay of it asks the same question again, in
+        the same place, and finds the decision once it is made)."""
+        number = self._asked.get((node.id, kind), 0) + 1
+        self._asked[(node.id, kind)] = number
+        request = ApprovalRequest(node_id=node.id, kind=kind, number=number, proposal=proposal)
+        status = node.status
+        await self.update(node, status="awaiting_approval")
+        decision = await self.approvals(request) if self.approvals is not None else None
+        if decision is None:
+            await self.sink.flush()
+            raise AwaitingApproval(request)
+        await self.update(node, status=status)
+        return decision
 
     # -- LLM calls ---------------------------------------------------------------------------
     async def _cancelled(self) -> bool:

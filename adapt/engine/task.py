@@ -9,6 +9,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from adapt.engine.approvals import ApprovalGate
 from adapt.engine.claim_checks import final_verdict
 from adapt.engine.config import ResolvedConfig, RunConfig
 from adapt.engine.events import EventReceiver, TaskFinished, TreeSink
@@ -58,6 +59,7 @@ async def run_task(
     sink: TreeSink | EventReceiver | None = None,
     cancel: CancelCheck | None = None,
     price: PriceFn | None = None,
+    approvals: ApprovalGate | None = None,
 ) -> TaskResult:
     """Start an episode of ``env`` with ``env_config`` and run one task; emits events to
     ``sink``.
@@ -70,6 +72,10 @@ async def run_task(
 
     ``executor_model``: one model, or the cascade (``executor.models``) in order.
 
+    ``approvals``: where the decisions come from when ``config.approval`` asks a person
+    (``adapt.engine.approvals``); a point with no decision stops the run with
+    ``AwaitingApproval`` (none given: every such point stops it).
+
     Budget exhaustion, cancellation and provider failures end the task with status
     ``budget_exceeded``, ``cancelled`` or ``error``; nodes still running are closed (failed or
     cancelled) and nodes not yet run are skipped. User errors (unknown strategy, missing
@@ -78,7 +84,7 @@ async def run_task(
     strategy = get_strategy(config.strategy)
     resolved, env_settings = _resolved(config, env, env_config)
     run = Run(env, resolved, executor_model, planner_model, sink=sink, cancel=cancel,
-              price=price, env_config=env_settings)
+              price=price, env_config=env_settings, approvals=approvals)
     started = time.monotonic()
     observation = await start_episode_async(env, env_settings)
     root_goal = goal or env.goal

@@ -16,14 +16,18 @@ from adapt.envs.verdicts import Verdict
 NodeKind = Literal["task", "group"]
 LogicOp = Literal["and", "or"]
 # The statuses, defined once: the store, the service and the API import them from here.
-NodeStatus = Literal["pending", "running", "succeeded", "failed", "skipped", "cancelled"]
+#: ``awaiting_approval``: stopped where the task asks a person (``RunConfig.approval``)
+NodeStatus = Literal["pending", "running", "awaiting_approval", "succeeded", "failed",
+                     "skipped", "cancelled"]
 #: how a task ends (the engine's result, or the service's when it stops a task from outside)
 FinalStatus = Literal["succeeded", "failed", "cancelled", "budget_exceeded", "error"]
-#: a stored task's lifecycle: queued, running (a worker holds its lease), then final
-TaskStatus = Literal["queued", "running", FinalStatus]
+#: a stored task's lifecycle: queued, running (a worker holds its lease), waiting (for an
+#: approval: no lease, no worker), then final
+TaskStatus = Literal["queued", "running", "waiting", FinalStatus]
 NODE_STATUSES: tuple[str, ...] = get_args(NodeStatus)
 #: a node's statuses once it has ended
-FINAL_NODE_STATUSES: frozenset[str] = frozenset(NODE_STATUSES) - {"pending", "running"}
+FINAL_NODE_STATUSES: frozenset[str] = frozenset(NODE_STATUSES) - {
+    "pending", "running", "awaiting_approval"}
 FINAL_STATUSES: tuple[str, ...] = get_args(FinalStatus)
 TASK_STATUSES: tuple[str, ...] = get_args(TaskStatus)
 StepKind = Literal["thought", "action"]

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from pydantic import ValidationError
 
 from adapt.engine import run_task
+from adapt.engine.approvals import ApprovalGate
 from adapt.engine.config import ModelSpecs, ResolvedConfig
 from adapt.engine.events import FanoutSink, TreeSink
 from adapt.engine.tree import TaskResult
@@ -34,6 +35,7 @@ from adapt.llm.recording import (
     ReplayModel,
 )
 from adapt.llm.retry import RetryBudget
+from adapt.service.approvals import gate_for
 from adapt.service.context import ServiceContext
 from adapt.service.errors import TaskGone, WrittenByNewerRelease
 from adapt.service.webhooks import WebhookSink
@@ -71,6 +73,8 @@ class Attempt:
     sink: TreeSink
     cancelled: Callable[[], bool]
     ctx: ServiceContext
+    #: the decisions a person made on the task's approval requests (``adapt.engine.approvals``)
+    approvals: ApprovalGate | None = None
 
     async def run(self) -> TaskResult:
         return await run_task(
@@ -78,14 +82,21 @@ class Attempt:
             # before storing it); the config is resolved already (profile, budget, models)
             self.env, self.task.environment_config, self.config, self.executors, self.planner,
             goal=self.task.goal, sink=self.sink, cancel=self.cancelled, price=self.ctx.price,
+            approvals=self.approvals,
         )
 
     def close(self) -> None:
         self.env.close()
 
 
-async def _load_replay(ctx: ServiceContext, task_id: str) -> tuple[Recording, int]:
-    calls, events = await task_rows.replay_material(ctx.sessions, task_id)
+async def _load_replay(ctx: ServiceContext, task: Task) -> tuple[Recording, int]:
+    """The calls an attempt replays, and the events stored already. A fork that has not yet
+    recorded the calls before its fork point (its first attempt, or one that stopped before
+    them) replays its origin's: its own are the same answers, to the same requests."""
+    calls, events = await task_rows.replay_material(ctx.sessions, task.id)
+    if task.forked_from_task and task.fork_calls and len(calls) < task.fork_calls:
+        calls, _ = await task_rows.replay_material(
+            ctx.sessions, task.id, calls_of=task.forked_from_task, at_most=task.fork_calls)
     recording = Recording(calls=[
         RecordedCall(index=i, fingerprint=fingerprint,
                      response=ChatResponse.model_validate(response))
@@ -100,7 +111,7 @@ async def prepare_attempt(ctx: ServiceContext, task_id: str, attempt: int) -> At
     task = await task_rows.load(ctx.sessions, task_id)
     if task is None:
         raise TaskGone(f"task {task_id} no longer exists")
-    recording, skip = await _load_replay(ctx, task_id)
+    recording, skip = await _load_replay(ctx, task)
     config = stored_config(task)
     # a remote environment's class may need its server's metadata: read off the loop
     env = await in_env_thread(registry.create, task.environment)
@@ -174,9 +185,10 @@ async def _assemble(ctx: ServiceContext, task: Task, attempt: int, env: Environm
         log.info("task %s: resuming; replaying %d LLM calls and %d events", task.id,
                  len(recording), skip)
     every = [*sinks, *tail]
+    gate = await gate_for(ctx.sessions, task.id) if config.approval.any else None
     return Attempt(task, attempt, env, config, cascade, planner, store, trace,
                    FanoutSink(every) if len(every) > 1 else store,
-                   control.cancel_check(lambda: cursor.position >= replayed), ctx)
+                   control.cancel_check(lambda: cursor.position >= replayed), ctx, gate)
 
 
 async def _trace_sink(ctx: ServiceContext, task: Task, skip: int, sink: DbSink) -> OtelSink:

@@ -86,6 +86,13 @@ async def create_key(session: AsyncSession, tenant: str, name: str | None = None
 async def tenant_for(session: AsyncSession, token: str) -> str | None:
     """The tenant of a valid, unrevoked key; None for anything else (malformed, unknown,
     revoked)."""
+    found = await key_for(session, token)
+    return None if found is None else found[0]
+
+
+async def key_for(session: AsyncSession, token: str) -> tuple[str, str] | None:
+    """The tenant and the key's id of a valid, unrevoked key (what an approval's audit
+    records); None for anything else."""
     parsed = parse_key(token)
     if parsed is None:
         return None
@@ -97,7 +104,7 @@ async def tenant_for(session: AsyncSession, token: str) -> str | None:
     now = utcnow()
     if row.last_used_at is None or now - row.last_used_at >= TOUCH_INTERVAL:
         await api_keys.touch(session, row.id, now)
-    return str(row.tenant)
+    return str(row.tenant), str(row.id)
 
 
 async def any_keys(session: AsyncSession) -> bool:

@@ -109,6 +109,13 @@ class NotResumable(ClientError):
     problem_type = "not-resumable"
 
 
+class NotDecidable(ClientError):
+    """An approval that can take no decision (decided already, or its task finished)."""
+
+    status = 409
+    problem_type = "not-decidable"
+
+
 class TaskActive(ClientError):
     """The task is queued or running; what was asked needs a finished task."""
 

@@ -19,12 +19,14 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapt.errors import (
+    AwaitingApproval,
     Draining,
     EnvironmentUnavailable,
     InFlightCallRefused,
     ProviderUnavailable,
     UserError,
 )
+from adapt.service import approvals
 from adapt.service.attempt import Attempt, prepare_attempt
 from adapt.service.context import LIVENESS_BEATS as LIVENESS_BEATS
 from adapt.service.context import Running
@@ -216,6 +218,13 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
         log.warning("%s; handed back for a worker of that release", exc)
         await task_rows.release_leases(ctx.sessions, ctx.worker_id, [task_id])
         return None
+    except AwaitingApproval as exc:
+        if run is None or not await settled():
+            return None
+        wake = ctx.webhook_sender.wake if ctx.webhook_sender is not None else None
+        return await approvals.wait(ctx.sessions, run.task, attempt, ctx.worker_id,
+                                    exc.request, wake,
+                                    timeout_seconds=run.config.approval.timeout_seconds)
     except ProviderUnavailable as exc:
         log.warning("task %s: provider unavailable: %s", task_id, exc)
         return await fail(f"provider unavailable: {exc}")

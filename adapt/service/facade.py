@@ -21,8 +21,10 @@ from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from adapt.engine.approvals import DecisionKind
 from adapt.engine.tree import TaskStatus as TaskStatus
 from adapt.errors import InvalidCursor
+from adapt.service import approvals as approval_service
 from adapt.service import archive, remote_envs
 from adapt.service.dispatch import Dispatcher
 from adapt.service.errors import (
@@ -32,14 +34,24 @@ from adapt.service.errors import (
     SubmissionInvalid,
     TaskActive,
 )
+from adapt.service.fork import fork_task
 from adapt.service.resume import resume_task
 from adapt.service.retention import delete_tasks
 from adapt.service.submit import Submission, cancel_task, check_webhook, request_hash, submit_task
 from adapt.settings import Settings
+from adapt.store import approvals as approval_store
 from adapt.store import queries
 from adapt.store import webhooks as webhook_store
 from adapt.store.event_log import StoredEvent, read_events
-from adapt.store.models import LLMCallRow, NodeRow, StepRow, Task, WebhookDelivery, WebhookEndpoint
+from adapt.store.models import (
+    ApprovalRow,
+    LLMCallRow,
+    NodeRow,
+    StepRow,
+    Task,
+    WebhookDelivery,
+    WebhookEndpoint,
+)
 from adapt.store.prompts import StoredPrompt, call_prompts
 from adapt.store.text import UNSTORABLE_MESSAGE, find_unstorable
 
@@ -128,11 +140,13 @@ class TaskService:
     """What the API does for one request of ``tenant``, in ``session``."""
 
     def __init__(self, session: AsyncSession, settings: Settings, tenant: str,
-                 dispatcher: Dispatcher) -> None:
+                 dispatcher: Dispatcher, *, key_id: str | None = None) -> None:
         self.session = session
         self.settings = settings
         self.tenant = tenant
         self.dispatcher = dispatcher
+        #: the caller's API key (None: the API runs open)
+        self.key_id = key_id
 
     async def close(self) -> None:
         """Hand the request's database connection back now (a stream that follows polls
@@ -228,6 +242,42 @@ class TaskService:
         if resumed:
             await self.dispatcher.dispatch(task.id)
         return task
+
+    async def fork(self, task_id: str, node_id: int, overrides: Mapping[str, Any]) -> Task:
+        """A fork of a finished task at ``node_id`` (:mod:`adapt.service.fork`), queued and
+        dispatched."""
+        source = await self.task(task_id)
+        outcome = await fork_task(self.session, self.settings, self.tenant, source, node_id,
+                                  overrides)
+        try:
+            await self.dispatcher.dispatch(outcome.task.id)
+        except Exception:  # stored: the worker's sweeper dispatches it later
+            log.exception("dispatching task %s failed; it stays queued for the sweeper",
+                          outcome.task.id)
+        return outcome.task
+
+    # -- approvals ------------------------------------------------------------------------
+    async def approvals(self, task_id: str, *, status: str | None = None
+                        ) -> Sequence[ApprovalRow]:
+        """``task_id``'s approval requests, oldest first (``status``: only those)."""
+        task = await self.task(task_id)
+        return await approval_store.for_task(self.session, task.id, status=status)
+
+    async def decide(self, task_id: str, approval_id: str, decision: DecisionKind, *,
+                     reason: str | None = None, proposal: Any = None) -> ApprovalRow:
+        """Decide one request (:func:`adapt.service.approvals.decide`); a task with nothing
+        else waiting is queued again and dispatched."""
+        task = await self.task(task_id)
+        row, woken = await approval_service.decide(
+            self.session, task, approval_id, decision, reason=reason, proposal=proposal,
+            decided_by=self.key_id, tenant=self.tenant)
+        if woken:
+            try:
+                await self.dispatcher.dispatch(task.id)
+            except Exception:  # queued: the worker's sweeper dispatches it later
+                log.exception("dispatching task %s failed; it stays queued for the sweeper",
+                              task.id)
+        return row
 
     # -- the tree -------------------------------------------------------------------------
     async def tree(self, task: Task) -> dict[str, Any]:

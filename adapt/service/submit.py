@@ -73,6 +73,18 @@ class Submission:
     models: ModelRequest = ModelRequest()
     #: ``{"url": ..., "events": [...]}``: this task's own webhook (see adapt.webhooks)
     webhook: WebhookRequest | None = None
+    #: a fork's origin (``adapt.service.fork``)
+    fork: ForkOrigin | None = None
+
+
+@dataclass(frozen=True)
+class ForkOrigin:
+    """Where a fork comes from: the task, the node, and how many of the task's recorded calls
+    (those before the node) its first attempt replays."""
+
+    task_id: str
+    node_id: int
+    calls: int
 
 
 @dataclass(frozen=True)
@@ -258,6 +270,9 @@ async def submit_task(
         planner_simulated=valid.planner.simulated,
         idempotency_key=idempotency_key,
         request_hash=body_hash if idempotency_key is not None else None,
+        forked_from_task=sub.fork.task_id if sub.fork is not None else None,
+        forked_from_node=sub.fork.node_id if sub.fork is not None else None,
+        fork_calls=sub.fork.calls if sub.fork is not None else None,
     )
     if task is None:  # a concurrent request with the same key won the insert
         existing = None
@@ -290,12 +305,16 @@ def check_webhook(field: str, url: str, events: Any, settings: Settings) -> None
 async def cancel_task(session: AsyncSession, task: Task) -> Task:
     """Request cancellation of ``task`` (idempotent) and commit; returns the fresh row.
 
-    Finished tasks are returned unchanged; a queued task is cancelled at once, a running one
+    Finished tasks are returned unchanged; a queued or waiting task is cancelled at once, a
+    running one
     stops at its next LLM call (see :func:`adapt.store.task_rows.cancel`)."""
+    was = task.status
+    error = (task_rows.CANCELLED_WHILE_WAITING if was == "waiting"
+             else task_rows.CANCELLED_BEFORE_START)
+
     async def report(s: AsyncSession) -> None:  # in the same transaction as the cancel
-        await webhook_store.record_end(s, task.id, "cancelled", "cancelled",
-                                       task_rows.CANCELLED_BEFORE_START)
+        await webhook_store.record_end(s, task.id, "cancelled", "cancelled", error)
 
     if await task_rows.cancel(session, task, also=report):
-        log.info("task %s cancelled while queued", task.id)
+        log.info("task %s cancelled while %s", task.id, was)
     return task

@@ -6,7 +6,10 @@ A task needs dispatching when nobody is working on it although it is not finishe
 
 - ``running`` with an expired lease: its worker died (or stalled past its lease);
 - ``queued`` and untouched for ``queued_grace`` seconds: its dispatch was lost (broker down when
-  the API created it, a message dropped, the embedded server restarted).
+  the API created it, a message dropped, the embedded server restarted);
+- ``waiting`` for an approval whose deadline passed, with ``approval.on_deadline: reject``
+  (the request is rejected; with ``fail`` the task ends ``failed`` instead):
+  :func:`adapt.service.approvals.expire_overdue`.
 
 Dispatching twice is harmless (``claim`` is conditional), but a flood of duplicates is not free,
 so :func:`due_for_dispatch` also *marks* what it returns by touching ``updated_at``. Several
@@ -26,6 +29,7 @@ from datetime import datetime
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from adapt.service import approvals
 from adapt.settings import Settings
 from adapt.store import task_rows
 from adapt.store.models import utcnow
@@ -71,6 +75,8 @@ async def sweep_once(
     """Dispatch every task due now; returns their ids."""
     queued = True if include_queued is None else await include_queued()
     ids = await due_for_dispatch(sessions, utcnow(), queued_grace=grace, queued=queued)
+    # approvals nobody answered in time: rejected (the task is queued again) or failed
+    ids += [i for i in await approvals.expire_overdue(sessions) if i not in ids]
     for task_id in ids:
         try:
             await dispatch(task_id)

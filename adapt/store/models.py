@@ -131,10 +131,22 @@ class Task(Base):
     started_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     finished_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
 
+    #: a fork (``POST /tasks/{id}/fork``): the task and node it was forked from, and how many
+    #: of that task's recorded calls its first attempt replays (the history before the node)
+    forked_from_task: Mapped[str | None] = mapped_column(String(32))
+    forked_from_node: Mapped[int | None] = mapped_column(Integer)
+    fork_calls: Mapped[int | None] = mapped_column(Integer)
+
     # what the row says, read as such by the API's schemas (``from_attributes``)
     @property
     def finished(self) -> bool:
         return self.status in FINAL_STATUSES
+
+    @property
+    def forked_from(self) -> dict[str, Any] | None:
+        if self.forked_from_task is None:
+            return None
+        return {"task_id": self.forked_from_task, "node_id": self.forked_from_node}
 
     @property
     def simulated(self) -> bool:
@@ -165,7 +177,9 @@ class NodeRow(Base):
     kind: Mapped[str] = mapped_column(String(16))
     goal: Mapped[str] = mapped_column(Text)
     logic: Mapped[str | None] = mapped_column(String(8))
-    status: Mapped[str] = mapped_column(String(16))
+    #: 32 since migration 0016 (``awaiting_approval``); SQLite keeps the declared 16, which it
+    #: does not enforce (widening it there would copy the table)
+    status: Mapped[str] = mapped_column(String(32).with_variant(String(16), "sqlite"))
     executor_success: Mapped[bool | None] = mapped_column(Boolean)
     self_assessed: Mapped[bool | None] = mapped_column(Boolean)
     claim: Mapped[bool | None] = mapped_column(Boolean)
@@ -397,3 +411,38 @@ class WebhookDelivery(Base):
     log: Mapped[list[dict[str, Any]]] = mapped_column(JSONType, default=list)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     delivered_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+
+
+class ApprovalRow(Base):
+    """One point where a task waits for a person (``adapt.engine.approvals``), and the
+    decision once made, with who made it (the API key's id and tenant) and what changed. The
+    request is named in the run by ``(node_id, kind, number)``: a replay meets it again there."""
+
+    __tablename__ = "approvals"
+    __table_args__ = (
+        UniqueConstraint("task_id", "node_id", "kind", "number", name="uq_approvals_point"),
+        Index("ix_approvals_task_status", "task_id", "status"),
+    )
+
+    id: Mapped[str] = mapped_column(String(32), primary_key=True)
+    task_id: Mapped[str] = mapped_column(String(32), ForeignKey("tasks.id", ondelete="CASCADE"))
+    node_id: Mapped[int] = mapped_column(Integer)
+    #: ``plan`` or ``action``
+    kind: Mapped[str] = mapped_column(String(16))
+    number: Mapped[int] = mapped_column(Integer, default=1)
+    proposal: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    #: ``pending``, then ``approved``, ``rejected`` or ``edited`` (or ``expired``: the deadline
+    #: passed and the task failed)
+    status: Mapped[str] = mapped_column(String(16), default="pending")
+    reason: Mapped[str | None] = mapped_column(Text)
+    #: the changed proposal of an edit
+    edited: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    #: what the decision changed (an edit: the fields and their old and new values)
+    changes: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
+    #: the API key that decided (None: the API ran open) and its tenant
+    decided_by: Mapped[str | None] = mapped_column(String(64))
+    decided_tenant: Mapped[str | None] = mapped_column(String(128))
+    requested_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    #: when nobody decided by then, ``approval.on_deadline`` decides (None: no deadline)
+    deadline_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)

@@ -27,7 +27,7 @@ from sqlalchemy import ColumnElement, delete, func, or_, select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from adapt.engine.events import EventType, FinishedData, ResumedData
+from adapt.engine.events import ApprovalRequestedData, EventType, FinishedData, ResumedData
 from adapt.engine.tree import FINAL_STATUSES
 from adapt.service.errors import TaskGone as TaskGone
 from adapt.store import metrics
@@ -39,6 +39,8 @@ log = logging.getLogger(__name__)
 
 #: the error of a task cancelled before a worker started it
 CANCELLED_BEFORE_START = "cancelled before it started"
+#: the error of a task cancelled while it waited for an approval
+CANCELLED_WHILE_WAITING = "cancelled while it waited for an approval"
 #: most tasks one sweep hands out (the next sweep takes the rest)
 SWEEP_LIMIT = 500
 
@@ -150,18 +152,25 @@ async def insert(session: AsyncSession, task_id: str, *, rows: Sequence[object] 
 # -- cancel, resume -------------------------------------------------------------------------
 async def cancel(session: AsyncSession, task: Task, *, also: Also | None = None) -> bool:
     """Request cancellation of ``task`` and commit (idempotent); the row is refreshed. True
-    when a queued task was cancelled outright (status ``cancelled``, a ``task.finished``
-    event), in one statement conditional on ``status = 'queued'``, so it cannot race a
+    when a queued or waiting task was cancelled outright (status ``cancelled``, a
+    ``task.finished`` event), in one statement conditional on that status, so it cannot race a
     worker's claim; a running task gets ``cancel_requested`` and stops at its next LLM call.
     A finished task is left as it is."""
     if task.status in FINAL_STATUSES:
         return False
     now = utcnow()
+    waiting = task.status == "waiting"
+    error = CANCELLED_WHILE_WAITING if waiting else CANCELLED_BEFORE_START
     seq = await _transition(
-        session, task.id, (Task.status == "queued",),
+        session, task.id, (Task.status.in_(("queued", "waiting")),),
         dict(status="cancelled", cancel_requested=True, finished_at=now, updated_at=now,
-             error=CANCELLED_BEFORE_START),
-        "task.finished", FinishedData(status="cancelled", error=CANCELLED_BEFORE_START))
+             error=error),
+        "task.finished", FinishedData(status="cancelled", error=error))
+    if seq is not None:  # a node that waited for a decision will not get one
+        await session.execute(
+            update(NodeRow).where(NodeRow.task_id == task.id,
+                                  NodeRow.status == "awaiting_approval")
+            .values(status="cancelled", error=error, updated_at=now))
     if seq is not None and also is not None:
         await also(session)
     if seq is None:
@@ -201,6 +210,52 @@ async def requeue(session: AsyncSession, task: Task) -> bool:
     )
     await session.commit()
     await session.refresh(task)
+    return True
+
+
+# -- waiting for a person -------------------------------------------------------------------
+async def wait(session: AsyncSession, task_id: str, attempt: int, owner: str,
+               requested: ApprovalRequestedData) -> bool:
+    """Let the task wait for a decision, in the caller's transaction: status ``waiting``, the
+    lease handed back (no worker holds it), an ``approval.requested`` event; only if
+    ``attempt`` of ``owner`` still holds the lease (False otherwise)."""
+    now = utcnow()
+    seq = await _transition(
+        session, task_id, (Task.status == "running", *_holds(attempt, owner)),
+        dict(status="waiting", lease_owner=None, lease_expires_at=None, updated_at=now),
+        "approval.requested", requested)
+    return seq is not None
+
+
+async def wake(session: AsyncSession, task_id: str, *, running: str | None = None) -> bool:
+    """Queue a waiting task again once it may go on (its decisions are made), with a
+    ``task.resumed`` event, in the caller's transaction. ``running``: the owner of a running
+    attempt that must hand its lease back instead (it met a request decided meanwhile). False
+    when the task is not in that state."""
+    now = utcnow()
+    conditions = ((Task.status == "waiting",) if running is None else
+                  (Task.status == "running", Task.lease_owner == running))
+    seq = await _transition(
+        session, task_id, conditions,
+        dict(status="queued", lease_owner=None, lease_expires_at=None, updated_at=now),
+        "task.resumed", ResumedData(after="approval"))
+    return seq is not None
+
+
+async def fail_waiting(session: AsyncSession, task_id: str, message: str) -> bool:
+    """End a waiting task ``failed`` (no decision came before its deadline), in the caller's
+    transaction, with a ``task.finished`` event; the node that waited fails too. False when the
+    task no longer waits."""
+    now = utcnow()
+    seq = await _transition(
+        session, task_id, (Task.status == "waiting",),
+        dict(status="failed", success=False, error=message, finished_at=now, updated_at=now),
+        "task.finished", FinishedData(status="failed", error=message))
+    if seq is None:
+        return False
+    await session.execute(
+        update(NodeRow).where(NodeRow.task_id == task_id, NodeRow.status == "awaiting_approval")
+        .values(status="failed", success=False, error=message, updated_at=now))
     return True
 
 
@@ -295,18 +350,20 @@ async def finish_with_error(
 
 
 async def replay_material(
-    sessions: async_sessionmaker[AsyncSession], task_id: str
+    sessions: async_sessionmaker[AsyncSession], task_id: str, *, calls_of: str | None = None,
+    at_most: int | None = None,
 ) -> tuple[list[tuple[str, dict[str, Any]]], int]:
     """What a resumed attempt replays: the recorded calls' (fingerprint, whole response), in
-    order, and how many engine events are stored already."""
+    order, and how many engine events are stored already. ``calls_of``: the calls of that
+    task instead (a fork's origin), the first ``at_most`` of them."""
     c = LLMCallRow
+    stmt = select(c.request_fingerprint, c.response, c.completion, c.prompt_tokens,
+                  c.completion_tokens, c.usage_estimated, c.latency_s, c.model, c.simulated,
+                  c.retries).where(c.task_id == (calls_of or task_id))
+    if at_most is not None:
+        stmt = stmt.where(c.id <= at_most)
     async with sessions() as session:
-        calls = (await session.execute(
-            select(c.request_fingerprint, c.response, c.completion, c.prompt_tokens,
-                   c.completion_tokens, c.usage_estimated, c.latency_s, c.model, c.simulated,
-                   c.retries)
-            .where(c.task_id == task_id).order_by(c.id)
-        )).all()
+        calls = (await session.execute(stmt.order_by(c.id))).all()
         events = (await session.execute(
             select(func.count()).select_from(EventRow)
             .where(EventRow.task_id == task_id, EventRow.ordinal.is_not(None))

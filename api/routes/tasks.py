@@ -14,6 +14,7 @@ from adapt.service.facade import TaskStatus, TaskView, Webhook
 from adapt.service.submit import ModelRequest, Submission, WebhookRequest
 from api.deps import TaskServiceDep
 from api.schemas import (
+    ForkCreate,
     Problem,
     TaskCreate,
     TaskDetail,
@@ -268,3 +269,26 @@ async def export_task(task_id: str, service: TaskServiceDep) -> Response:
     document = await service.export(task_id)
     return Response(orjson.dumps(document), media_type="application/json", headers={
         "Content-Disposition": f'attachment; filename="task-{task_id}.json"'})
+
+
+@router.post(
+    "/{task_id}/fork",
+    status_code=202,
+    response_model=TaskPublic,
+    summary="Fork a finished task at one of its nodes, with other settings",
+    description=(
+        "A new task with the origin's environment, config and goal, and its run config with "
+        "`overrides` over it (checked like a submission). Its history up to the node is "
+        "replayed from the origin's recorded calls (none is paid again; the environment is "
+        "rebuilt by replaying the actions), then it runs live. It carries `forked_from: "
+        "{task_id, node_id}`. **202** with the task and `Location`. A task that has not "
+        "finished is **409**; a node it does not have, or a bad override, **422** naming the "
+        "field (`node_id`, `overrides.d_max`, ...)."
+    ),
+    responses={**PROBLEMS, 409: {"model": Problem, "description": "The task has not finished"}},
+)
+async def fork(task_id: str, body: ForkCreate, response: Response,
+               service: TaskServiceDep) -> TaskPublic:
+    task = await service.fork(task_id, body.node_id, body.overrides)
+    response.headers["Location"] = f"/tasks/{task.id}"
+    return TaskPublic.model_validate(task)

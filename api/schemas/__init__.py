@@ -23,6 +23,8 @@ from api.schemas.health import Health, Readiness, VersionInfo
 from api.schemas.problems import FieldError, Problem
 from api.schemas.run_config import BudgetCreate, ExecutorCreate, MonitorCreate, PlannerCreate
 from api.schemas.tasks import (
+    ForkCreate,
+    ForkedFrom,
     ModelInfo,
     TaskCreate,
     TaskDetail,
@@ -54,7 +56,7 @@ from api.schemas.webhooks import (
 __all__ = [
     "EVENT", "FROM_ROWS", "STRICT", "BudgetCreate", "CallEventPublic", "DeliveryAttempt",
     "EnvironmentList", "EnvironmentPublic", "EventList", "EventPublic", "ExecutorCreate",
-    "FieldError", "FinishedEventPublic", "Health", "LLMCallPublic", "ModelInfo", "MonitorCreate",
+    "FieldError", "FinishedEventPublic", "ForkCreate", "ForkedFrom", "Health", "LLMCallPublic", "ModelInfo", "MonitorCreate",
     "NodeDetail", "NodeEventPublic", "NodePublic", "PlannerCreate", "Problem", "Readiness",
     "ResumedEventPublic", "StepEventPublic", "StepPublic", "TaskCreate", "TaskDetail",
     "TaskLinks", "TaskList", "TaskModels", "TaskPublic", "TaskTree", "TaskWebhook", "TreeNode",

@@ -8,7 +8,15 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, Field, TypeAdapter
 
-from adapt.engine.events import CallData, FinishedData, NodeData, ResumedData, StepData
+from adapt.engine.events import (
+    ApprovalDecidedData,
+    ApprovalRequestedData,
+    CallData,
+    FinishedData,
+    NodeData,
+    ResumedData,
+    StepData,
+)
 from adapt.engine.tree import TaskStatus
 
 
@@ -43,9 +51,19 @@ class ResumedEventPublic(_Event):
     data: ResumedData
 
 
+class ApprovalRequestedEventPublic(_Event):
+    type: Literal["approval.requested"]
+    data: ApprovalRequestedData
+
+
+class ApprovalDecidedEventPublic(_Event):
+    type: Literal["approval.decided"]
+    data: ApprovalDecidedData
+
+
 EventPublic = Annotated[
     NodeEventPublic | StepEventPublic | CallEventPublic | FinishedEventPublic
-    | ResumedEventPublic,
+    | ResumedEventPublic | ApprovalRequestedEventPublic | ApprovalDecidedEventPublic,
     Field(discriminator="type"),
 ]
 EVENT = TypeAdapter(EventPublic)

@@ -26,6 +26,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from adapt.engine import config as engine_config
+from adapt.engine.approvals import ActionName, TimeoutOutcome
+from adapt.engine.approvals import ApprovalConfig as EngineApproval
 from adapt.engine.budget import Budget as EngineBudget
 from adapt.engine.config import (
     Cascade,
@@ -105,6 +107,17 @@ class MonitorConfig(BaseModel):
     max_corrections: int = engine(Monitor, "max_corrections")
 
 
+class ApprovalConfig(BaseModel):
+    """Where a person decides (``approval`` of a task; docs/approvals.md)."""
+
+    model_config = _SHOWN
+
+    plans: bool = engine(EngineApproval, "plans")
+    actions: list[ActionName] = engine(EngineApproval, "actions")
+    timeout_seconds: float | None = engine(EngineApproval, "timeout_seconds")
+    on_timeout: TimeoutOutcome = engine(EngineApproval, "on_timeout")
+
+
 class Budget(BaseModel):
     """Limits for one task. ``None`` means unlimited.
 
@@ -139,12 +152,13 @@ class RunConfig(BaseModel):
     seed: int | None = engine(Run, "seed")
     verification: VerificationMode = engine(Run, "verification")
     grammar: bool = engine(Run, "grammar")
+    approval: ApprovalConfig = engine(Run, "approval", default_factory=ApprovalConfig)
 
 
 #: the sections of a run config, and the model that shows each
 _SECTIONS: dict[str, type[BaseModel]] = {
     "executor": ExecutorConfig, "planner": PlannerConfig, "monitor": MonitorConfig,
-    "budget": Budget}
+    "budget": Budget, "approval": ApprovalConfig}
 
 
 def shown(stored: Mapping[str, Any]) -> dict[str, Any]:
@@ -189,6 +203,10 @@ class BudgetCreate(Budget):
     model_config = STRICT
 
 
+class ApprovalCreate(ApprovalConfig):
+    model_config = STRICT
+
+
 #: the request's ways to name models: not part of the engine's run config
 _MODEL_FIELDS = {"executor": {"model", "models"}, "planner": {"model"}}
 
@@ -205,7 +223,7 @@ def engine_run_config(request: BaseModel) -> engine_config.RunConfig:
 
 
 __all__ = [
-    "Budget", "BudgetCreate", "ExecutorConfig", "ExecutorCreate", "MonitorConfig",
+    "ApprovalConfig", "ApprovalCreate", "Budget", "BudgetCreate", "ExecutorConfig", "ExecutorCreate", "MonitorConfig",
     "MonitorCreate", "PlannerConfig", "PlannerCreate", "RunConfig", "engine_run_config",
     "shown",
 ]

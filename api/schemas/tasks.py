@@ -13,6 +13,7 @@ from adapt.engine import config as engine_config
 from adapt.engine.tree import TaskResult, TaskStatus, UsageTotals
 from api.schemas.common import FROM_ROWS, STRICT
 from api.schemas.run_config import (
+    ApprovalCreate,
     BudgetCreate,
     ExecutorCreate,
     MonitorCreate,
@@ -46,6 +47,12 @@ class TaskCreate(RunConfig):
     monitor: MonitorCreate = Field(default_factory=MonitorCreate,
                                    description=RunConfig.model_fields["monitor"].description)
     budget: BudgetCreate = Field(default_factory=BudgetCreate)
+    # left out of the request's dump while it asks nothing, so that a request sent before
+    # approvals existed hashes as it did (an Idempotency-Key retry compares the hash)
+    approval: ApprovalCreate = Field(
+        default_factory=ApprovalCreate,
+        exclude_if=lambda value: not (value.plans or value.actions),
+        description=RunConfig.model_fields["approval"].description)
     webhook: WebhookSubscription | None = Field(
         default=None, description="Send this task's events to a URL, signed the Standard "
         "Webhooks way; the signing secret is in the 202 reply only (webhook.secret).")
@@ -83,6 +90,26 @@ class TaskWebhook(BaseModel):
     deliveries: str = Field(description="The delivery log of this task.")
 
 
+class ForkedFrom(BaseModel):
+    task_id: str
+    node_id: int
+
+
+class ForkCreate(BaseModel):
+    """A fork of a finished task at one of its nodes."""
+
+    model_config = STRICT
+
+    node_id: int = Field(ge=1, description="The node to fork at: the calls before it (before "
+                         "its first call, or its subtree's) are replayed, not paid again.")
+    overrides: dict[str, Any] = Field(
+        default_factory=dict, examples=[{"executor": {"model": "sim:textcraft?capability=2"},
+                                         "d_max": 4}],
+        description="Run config fields to change from the node on, as in POST /tasks "
+        "(executor and planner models and settings, d_max, strategy options, budget, ...); "
+        "empty: the same run again (the same tree).")
+
+
 class TaskPublic(BaseModel):
     model_config = FROM_ROWS
 
@@ -116,6 +143,9 @@ class TaskPublic(BaseModel):
     finished_at: datetime | None
     updated_at: datetime
     webhook: TaskWebhook | None = Field(default=None, description="The task's own webhook.")
+    forked_from: ForkedFrom | None = Field(
+        default=None, description="A fork's origin: the task and the node it was forked from "
+        "(POST /tasks/{id}/fork); null for a task submitted as such.")
 
     @computed_field  # type: ignore[prop-decorator]
     @property

@@ -10,7 +10,7 @@ from pydantic import BaseModel, Field
 
 from api.schemas.common import STRICT
 
-WebhookEvent = Literal["task.finished", "node.finished"]
+WebhookEvent = Literal["task.finished", "node.finished", "approval.requested"]
 
 
 class WebhookSubscription(BaseModel):
@@ -23,8 +23,9 @@ class WebhookSubscription(BaseModel):
                      "private networks: ADAPT_WEBHOOK_ALLOWED_NETWORKS).")
     events: list[WebhookEvent] = Field(
         default_factory=lambda: list[WebhookEvent](["task.finished"]), min_length=1,
-        max_length=2, description="task.finished (once, when the task ends) and/or "
-        "node.finished (each node of the tree as it ends).")
+        max_length=3, description="task.finished (once, when the task ends), "
+        "node.finished (each node of the tree as it ends) and/or approval.requested (the "
+        "task waits for a person's decision; docs/approvals.md).")
 
 
 class WebhookEndpointCreate(WebhookSubscription):

@@ -17,6 +17,7 @@ from pydantic import BaseModel, Field
 import api.schemas
 from adapt.engine import budget as engine_budget
 from adapt.engine import config as engine_config
+from adapt.engine.approvals import ApprovalConfig as EngineApproval
 from adapt.engine.budget import Budget as EngineBudget
 from adapt.engine.config import ModelSpecs, RunConfig
 from adapt.engine.executors.react import ReActConfig
@@ -36,6 +37,7 @@ SOURCES: dict[type[BaseModel], tuple[list[type[BaseModel]], set[str]]] = {
     mapped.PlannerConfig: ([engine_config.PlannerConfig], set()),
     mapped.MonitorConfig: ([engine_config.MonitorConfig], set()),
     mapped.Budget: ([EngineBudget], set()),
+    mapped.ApprovalConfig: ([EngineApproval], set()),
     mapped.RunConfig: ([RunConfig], {"executor", "planner", "budget"}),
 }
 

@@ -28,9 +28,9 @@ from adapt.engine.config import (
 from adapt.engine.decoding import env_grammar, executor_monitor, generate
 from adapt.engine.executors.base import THOUGHT_OK, parse_line
 from adapt.engine.executors.episode import Episode, EpisodeExecutor, Turn, declaration
+from adapt.engine.gated import act
 from adapt.engine.prompts import render, trajectory_line
 from adapt.engine.runtime import Run
-from adapt.envs.base import step_async
 from adapt.llm.base import ChatRequest
 
 
@@ -91,7 +91,7 @@ class ReActExecutor(EpisodeExecutor):
                 kind, observation = "thought", THOUGHT_OK
             else:
                 kind = "action"
-                result = await step_async(env, line)
+                result = await act(run, episode.node, line)
                 observation, reward, done = result.observation, float(result.reward), result.done
             extra = ({"monitor": generation.tally.as_dict()}
                      if generation is not None and generation.tally.violations else None)
@@ -127,7 +127,7 @@ class ReActExecutor(EpisodeExecutor):
                     role="executor")
                 action = (await run.call(episode.model, request, episode.node)).text
             thought, action = thought.strip(), action.strip()
-            result = await step_async(env, action)
+            result = await act(run, episode.node, action)
             observation = result.observation
             step = episode.step(kind="action", raw=raw, text=action, observation=observation,
                                 reward=float(result.reward), done=result.done,

@@ -58,10 +58,10 @@ from pydantic import Field
 from adapt.engine.config import ExecutorConfig, SelfAssessmentField, config_as, field_info
 from adapt.engine.executors.base import THOUGHT_OK
 from adapt.engine.executors.episode import Ending, Episode, EpisodeExecutor, Turn, declaration
+from adapt.engine.gated import act
 from adapt.engine.prompts import render
 from adapt.engine.runtime import Run
 from adapt.engine.tree import Termination
-from adapt.envs.base import step_async
 from adapt.errors import UserError
 from adapt.llm.base import ChatRequest
 
@@ -241,7 +241,7 @@ class StateActExecutor(EpisodeExecutor):
                       step_format=step_format(self.state_fields))
 
     async def turns(self, episode: Episode) -> AsyncGenerator[Turn, None]:
-        run, env = self.run, self.run.env
+        run = self.run
         header = self.header(episode.task, episode.context)
         trajectory: list[str] = []
         previous: str | None = None
@@ -277,7 +277,7 @@ class StateActExecutor(EpisodeExecutor):
                 text = f"think: {out.thought}" if out.thought else out.action or ""
             else:
                 kind, text = "action", out.action
-                result = await step_async(env, out.action)
+                result = await act(run, episode.node, out.action)
                 observation, reward, done = result.observation, float(result.reward), result.done
             step = episode.step(kind=kind, raw=response.text, text=text, observation=observation,
                                 reward=reward, done=done, error=error, extra=out.extra())

@@ -31,9 +31,10 @@ from typing import Any, ClassVar
 from adapt.engine.config import ExecutorConfig, SelfAssessmentField, config_as
 from adapt.engine.executors.base import THOUGHT_OK
 from adapt.engine.executors.episode import Episode, EpisodeExecutor, Turn
+from adapt.engine.gated import act
 from adapt.engine.runtime import Run
 from adapt.engine.tree import Step
-from adapt.envs.base import package_text, step_async
+from adapt.envs.base import package_text
 from adapt.envs.tools import (
     RESERVED_NAMES,
     DeclaresTools,
@@ -171,7 +172,8 @@ class ToolsExecutor(EpisodeExecutor):
         if error is not None:
             return episode.step(kind="action", raw=raw, text="", observation=f"Error: {error}",
                                 error=error, extra=extra), None
-        result = await step_async(self.run.env, action)
+        result = await act(self.run, episode.node, action, tool=call.name,
+                           arguments=arguments if isinstance(arguments, dict) else None)
         return episode.step(kind="action", raw=raw, text=action, observation=result.observation,
                             reward=float(result.reward), done=result.done, extra=extra), None
 

@@ -27,6 +27,7 @@ from __future__ import annotations
 from adapt.engine import claim_checks
 from adapt.engine.node_runner import NodeRunner
 from adapt.engine.planning.planner import Planner
+from adapt.engine.planning.review import reviewed_plan
 from adapt.engine.runtime import Run
 from adapt.engine.strategies.plans import PlanTree, as_group, describe
 from adapt.engine.tree import Node
@@ -76,7 +77,7 @@ class AdaptController:
                 return await runner.finish(node, (await runner.cascade(node, task, 1)).success)
             return await runner.finish(node, False)
 
-        plan = await self.planner.plan(node, task)
+        plan = await reviewed_plan(self.planner, node, task)
         if not plan.steps or plan.expression is None:
             await run.update(node, plan=plan, error="the planner returned no steps",
                              reason="not decomposed: the planner returned no steps")

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from adapt.engine.node_runner import NodeRunner
 from adapt.engine.planning.planner import Planner
+from adapt.engine.planning.review import reviewed_plan
 from adapt.engine.prompts import require_template
 from adapt.engine.runtime import Run
 from adapt.engine.strategies.plans import PlanTree, as_group
@@ -36,7 +37,7 @@ class PlanAndExecute:
     async def plan_root(self, root: Node, task: str) -> bool:
         run, runner = self.run, self.runner
         await run.update(root, status="running", context_in=run.context)
-        plan = await self.planner.plan(root, task)
+        plan = await reviewed_plan(self.planner, root, task)
         if not plan.steps or plan.expression is None:
             await run.update(root, plan=plan, termination=Termination.PLANNED,
                              error="the planner returned no steps")

@@ -25,7 +25,7 @@ export const ROLLUP = "this node's subtree: LLM calls · tokens (prompt + comple
 
 // the node panel's fields
 export const FIELDS = {
-  status: "pending → running → succeeded / failed; skipped: not run (a sibling decided its AND/OR group, or the episode ended); cancelled: the task was cancelled",
+  status: "pending → running → succeeded / failed; skipped: not run (a sibling decided its AND/OR group, or the episode ended); cancelled: the task was cancelled; awaiting_approval: waits for a person's decision (approve, reject or edit above the tree)",
   outcome: "how the node's success was decided: by its own executor run, by its plan's AND/OR combination of sub-tasks, or by the environment's verdict on its goal",
   success: "whether this node's goal counts as reached: the executor's run when the node was not decomposed, else its plan's AND/OR combination (or the environment's verdict, with verification on)",
   "reward reached": "the best environment reward in this node's subtree: for the root, the task's reward",

@@ -7,7 +7,7 @@
 import { api, curl } from "./api.js";
 import { FIELDS, TERMINATION } from "./legend.js";
 import { claimOf } from "./tree.js";
-import { el, put, fmtBool, fmtCost, fmtInt, fmtReward, fmtSeconds, plural, statusBadge } from "./util.js";
+import { el, go, put, fmtBool, fmtCost, fmtInt, fmtReward, fmtSeconds, plural, statusBadge } from "./util.js";
 import { copyButton, problemBox } from "./widgets.js";
 
 function section(title, ...content) {
@@ -209,6 +209,29 @@ function restore(container, kept) {
 // `update`: the panel already shows this node and is re-read for its new steps and calls
 // `task`: the task (its strategy, d_max, reward); `model`: the tree (the node's children and
 // its subtree's best reward)
+// Fork the (finished) task at this node: POST /tasks/{id}/fork, then the compare view on the
+// pair. The executor model may be changed on the way (empty: the same run again).
+function forkBox(taskId, nodeId, signal) {
+  const model = el("input", { type: "text", class: "fork-model", "aria-label": "Executor model for the fork",
+    placeholder: "executor model (empty: the same)" });
+  const problem = el("div", { class: "fork-problem" });
+  const button = el("button", { type: "button", class: "fork", text: "Fork from this node" });
+  button.addEventListener("click", async () => {
+    button.disabled = true;
+    const overrides = model.value.trim() ? { executor: { model: model.value.trim() } } : {};
+    try {
+      const fork = await api(`/tasks/${encodeURIComponent(taskId)}/fork`, {
+        method: "POST", body: { node_id: nodeId, overrides }, signal });
+      go(`/ui/compare?a=${encodeURIComponent(taskId)}&b=${encodeURIComponent(fork.id)}`);
+    } catch (error) {
+      problem.replaceChildren(problemBox(error));
+    } finally {
+      button.disabled = false;
+    }
+  });
+  return el("div", { class: "fork-box" }, button, model, problem);
+}
+
 export async function renderNodePanel(container, taskId, nodeId, { onClose, signal, update = false, task = null, model = null } = {}) {
   const path = `/tasks/${encodeURIComponent(taskId)}/nodes/${nodeId}`;
   const same = () => update && container.dataset.nodeId === String(nodeId);
@@ -265,6 +288,7 @@ export async function renderNodePanel(container, taskId, nodeId, { onClose, sign
       el("h4", { text: "in" }), pre(node.context_in ?? "(none)"),
       el("h4", { text: "out" }), pre(node.context_out ?? "(none)")),
   ];
+  if (task && task.finished && !kept) parts.splice(2, 0, forkBox(taskId, node.id, signal));
   put(container, parts);
   if (kept) restore(container, kept);
   container.dataset.nodeId = String(node.id);

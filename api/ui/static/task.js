@@ -2,6 +2,7 @@
 // event stream from its last_seq), the node panel (?node=N) and the timeline (?view=timeline).
 
 import { api, curl, followEvents } from "./api.js";
+import { renderApprovals } from "./approvals.js";
 import { legendBox } from "./legend.js";
 import { renderNodePanel } from "./nodepanel.js";
 import { renderTimeline } from "./timeline.js";
@@ -28,6 +29,13 @@ function summary(task) {
   ];
   const dl = el("dl", { class: "summary" });
   for (const [k, v] of pairs) dl.append(el("div", {}, el("dt", { text: k }), el("dd", { text: v })));
+  if (task.forked_from) {
+    const origin = task.forked_from.task_id;
+    dl.append(el("div", { class: "forked-from" }, el("dt", { text: "forked from" }),
+      el("dd", {}, link(`/ui/tasks/${encodeURIComponent(origin)}?node=${task.forked_from.node_id}`,
+        `${origin.slice(0, 8)} node ${task.forked_from.node_id}`), " · ",
+      link(`/ui/compare?a=${encodeURIComponent(origin)}&b=${encodeURIComponent(task.id)}`, "compare"))));
+  }
   return dl;
 }
 
@@ -48,6 +56,7 @@ export async function taskPage(main, taskId, params, signal) {
   const head = el("div", { class: "task-head" });
   const live = el("span", { class: "live", role: "status", "aria-live": "polite", text: "" });
   const message = el("div", { class: "task-message" });
+  const approvals = el("div", { class: "approvals", id: "approvals", hidden: true });
   const cancel = el("button", { type: "button", class: "danger", id: "cancel-task", text: "Cancel task" });
   const tabs = el("nav", { class: "tabs", "aria-label": "Views" },
     link(base + (params.get("node") ? `?node=${params.get("node")}` : ""), "Tree",
@@ -83,7 +92,10 @@ export async function taskPage(main, taskId, params, signal) {
     }
   });
   renderHead();
-  main.replaceChildren(head, message, tabs);
+  main.replaceChildren(head, message, approvals, tabs);
+  const refreshApprovals = () => renderApprovals(approvals, taskId, {
+    signal, onDecided: () => { refreshApprovals(); refreshTask(); } });
+  refreshApprovals();
 
   let refreshTaskTimer = null;
   const refreshTask = () => {
@@ -206,7 +218,9 @@ export async function taskPage(main, taskId, params, signal) {
       if (data.node.id === openId) panelStale = true;
     } else if (event.type === "step" && data.step?.node_id === openId) panelStale = true;
     else if (event.type === "llm_call" && data.call?.node_id === openId) panelStale = true;
-    if (event.type === "task.finished" || event.type === "llm_call") refreshTask();
+    if (event.type === "task.finished" || event.type === "llm_call" || event.type.startsWith("approval.")
+        || event.type === "task.resumed") refreshTask();
+    if (event.type.startsWith("approval.")) refreshApprovals();
     if (!scheduled) {
       scheduled = true;
       requestAnimationFrame(repaint);

@@ -11,7 +11,7 @@ export function shortModel(spec) {
 }
 import { copyButton, problemBox } from "./widgets.js";
 
-const STATUSES = ["queued", "running", "succeeded", "failed", "cancelled", "budget_exceeded", "error"];
+const STATUSES = ["queued", "running", "waiting", "succeeded", "failed", "cancelled", "budget_exceeded", "error"];
 const POLL_MS = 2000;
 
 function query(params) {

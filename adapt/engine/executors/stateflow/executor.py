@@ -32,9 +32,9 @@ from adapt.engine.executors.base import THOUGHT_OK, ExecuteOptions, parse_line
 from adapt.engine.executors.episode import Ending, Episode, EpisodeExecutor, Turn
 from adapt.engine.executors.stateflow.loader import machine_for_env
 from adapt.engine.executors.stateflow.models import Machine, State, Transition
+from adapt.engine.gated import act
 from adapt.engine.runtime import Run
 from adapt.engine.tree import Node, Step, StepKind, Termination
-from adapt.envs.base import step_async
 from adapt.llm.base import ChatModel, ChatRequest
 
 CHECK_MAX_TOKENS = 8
@@ -141,7 +141,7 @@ class StateFlowExecutor(EpisodeExecutor):
                         visit.action = last["action"] = action
                         history.append(Template(machine.history.action).safe_substitute(
                             output="", action=action, observation="", state=name))
-                    result = await step_async(env, action)
+                    result = await act(run, episode.node, action)
                     observation = result.observation
                     visit.observation = last["observation"] = observation
                     visit.reward, visit.done = float(result.reward), result.done
