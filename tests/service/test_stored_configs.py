@@ -98,7 +98,7 @@ async def task_state(ctx: ServiceContext, task_id: str) -> Task:
 
 
 @pytest.mark.parametrize(("newer", "named"), [
-    ({"approval": {"plans": True}}, "approval"),  # a section this release does not know
+    ({"later_section": {"on": True}}, "later_section"),  # a section this release does not know
     ({"executor": {"kind": "a-later-kind"}}, "kind"),  # a value it does not know
 ], ids=["field", "value"])
 async def test_a_config_a_newer_release_stored_is_handed_back_not_failed(
