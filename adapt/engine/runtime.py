@@ -9,7 +9,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -38,6 +38,9 @@ from adapt.llm.base import (
     scoring_request,
 )
 from adapt.llm.recording import request_fingerprint
+
+if TYPE_CHECKING:
+    from adapt.engine.reuse import Experience
 
 log = logging.getLogger(__name__)
 
@@ -114,6 +117,8 @@ class Run:
         self.monitor_totals = MonitorTotals()
         self._state = EpisodeState()
         self._calls = 0
+        #: the run's use of the experience library (``run_task(library=...)``); None: none
+        self.experience: Experience | None = None
 
     # -- the episode's state: read here, changed only by the methods below -------------------
     @property

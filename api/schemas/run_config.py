@@ -47,6 +47,7 @@ from api.schemas.common import STRICT
 Executor = engine_config.ExecutorConfig
 Planner = engine_config.PlannerConfig
 Monitor = engine_config.MonitorConfig
+Reuse = engine_config.ReuseConfig
 Run = engine_config.RunConfig
 
 #: the responses: what a stored config holds beyond the mapped fields is not shown
@@ -105,6 +106,15 @@ class MonitorConfig(BaseModel):
     max_corrections: int = engine(Monitor, "max_corrections")
 
 
+class ReuseConfig(BaseModel):
+    """What the task reuses from the tenant's experience library (docs/experience.md)."""
+
+    model_config = _SHOWN
+
+    skills: bool = engine(Reuse, "skills")
+    plans: bool = engine(Reuse, "plans")
+
+
 class Budget(BaseModel):
     """Limits for one task. ``None`` means unlimited.
 
@@ -138,13 +148,14 @@ class RunConfig(BaseModel):
     budget: Budget = Field(default_factory=Budget)
     seed: int | None = engine(Run, "seed")
     verification: VerificationMode = engine(Run, "verification")
+    reuse: ReuseConfig = engine(Run, "reuse", default_factory=ReuseConfig)
     grammar: bool = engine(Run, "grammar")
 
 
 #: the sections of a run config, and the model that shows each
 _SECTIONS: dict[str, type[BaseModel]] = {
     "executor": ExecutorConfig, "planner": PlannerConfig, "monitor": MonitorConfig,
-    "budget": Budget}
+    "budget": Budget, "reuse": ReuseConfig}
 
 
 def shown(stored: Mapping[str, Any]) -> dict[str, Any]:
@@ -189,6 +200,10 @@ class BudgetCreate(Budget):
     model_config = STRICT
 
 
+class ReuseCreate(ReuseConfig):
+    model_config = STRICT
+
+
 #: the request's ways to name models: not part of the engine's run config
 _MODEL_FIELDS = {"executor": {"model", "models"}, "planner": {"model"}}
 
@@ -206,6 +221,7 @@ def engine_run_config(request: BaseModel) -> engine_config.RunConfig:
 
 __all__ = [
     "Budget", "BudgetCreate", "ExecutorConfig", "ExecutorCreate", "MonitorConfig",
-    "MonitorCreate", "PlannerConfig", "PlannerCreate", "RunConfig", "engine_run_config",
+    "MonitorCreate", "PlannerConfig", "PlannerCreate", "ReuseConfig", "ReuseCreate",
+    "RunConfig", "engine_run_config",
     "shown",
 ]

@@ -17,6 +17,7 @@ from api.schemas.run_config import (
     ExecutorCreate,
     MonitorCreate,
     PlannerCreate,
+    ReuseCreate,
     RunConfig,
     engine_run_config,
     shown,
@@ -46,6 +47,8 @@ class TaskCreate(RunConfig):
     monitor: MonitorCreate = Field(default_factory=MonitorCreate,
                                    description=RunConfig.model_fields["monitor"].description)
     budget: BudgetCreate = Field(default_factory=BudgetCreate)
+    reuse: ReuseCreate = Field(default_factory=ReuseCreate,
+                               description=RunConfig.model_fields["reuse"].description)
     webhook: WebhookSubscription | None = Field(
         default=None, description="Send this task's events to a URL, signed the Standard "
         "Webhooks way; the signing secret is in the 202 reply only (webhook.secret).")

@@ -1,0 +1,176 @@
+"""The experience library, as the engine sees it: verified sub-goal solutions kept across tasks.
+
+A *solution* is the action sequence that solved a task node's goal in an environment, kept
+only when the environment confirmed the goal (the node's ``verdict`` ``confirmed``; see
+``claim_checks``). With ``reuse.skills`` on, the node runner replays a stored solution for a
+node's goal in the live environment before its executor runs (``adapt.engine.reuse``): a
+replay the environment confirms ends the node with no LLM call (termination ``reused``, and
+``Node.reused`` names where the solution came from); one it does not confirm demotes the
+entry and the executor runs as usual.
+
+The engine reads and writes a library only through :class:`ExperienceLibrary` (the service's
+is per tenant, in the database: ``adapt.store.library``; :class:`MemoryLibrary` is the
+in-process one of the bench and of tests). What a run learned and how its replays went is
+handed over once, when the task ends (:meth:`ExperienceLibrary.save`), so an attempt that
+stops half-way writes nothing, and a resumed attempt finds the same entries as the first.
+"""
+
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+from typing import Any, Protocol, runtime_checkable
+
+#: consecutive failed replays after which an entry is dropped (no longer found)
+DROP_AFTER = 2
+#: goals longer than this (normalised) are not kept
+MAX_GOAL_CHARS = 1000
+#: solutions with more actions than this are not kept
+MAX_ACTIONS = 100
+
+
+def goal_key(goal: str) -> str:
+    """A goal normalised for exact retrieval: lower case, one space between words, no final
+    full stop (``"Craft  4 Oak Planks."`` -> ``"craft 4 oak planks"``)."""
+    return " ".join(goal.lower().split()).rstrip(".")
+
+
+@dataclass(frozen=True, slots=True)
+class Solution:
+    """A stored solution: what is replayed, and where it came from."""
+
+    id: int
+    environment: str
+    goal: str
+    actions: tuple[str, ...]
+    #: where it was learned: ``{"task": <task id or label>, "node": <node id>}``
+    origin: dict[str, Any] = field(default_factory=dict)
+    #: the executor model that found it was a simulated one
+    simulated: bool = False
+    model: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Learned:
+    """A solution a run found: a node whose goal the environment confirmed."""
+
+    environment: str
+    goal: str
+    actions: tuple[str, ...]
+    node_id: int
+    model: str | None
+    simulated: bool
+
+
+@dataclass(slots=True)
+class ExperienceReport:
+    """What one task run hands to the library when it ends."""
+
+    learned: list[Learned] = field(default_factory=list)
+    #: entries replayed and confirmed (one use each time)
+    used: list[int] = field(default_factory=list)
+    #: entries replayed and not confirmed (one failure each time)
+    failed: list[int] = field(default_factory=list)
+
+    def __bool__(self) -> bool:
+        return bool(self.learned or self.used or self.failed)
+
+
+@runtime_checkable
+class ExperienceLibrary(Protocol):
+    """A library of verified solutions, as one task run sees it."""
+
+    async def find(self, environment: str, goal: str,
+                   exclude: frozenset[int] = frozenset()) -> Solution | None:
+        """The solution to replay for ``goal`` (exact match on :func:`goal_key`), not one of
+        ``exclude`` (those that failed earlier in this run); ``None``: none."""
+        ...
+
+    async def save(self, report: ExperienceReport) -> None:
+        """Take in what a run learned and how its replays went."""
+        ...
+
+
+@dataclass(slots=True)
+class Entry:
+    """One entry of a :class:`MemoryLibrary` (the store's row has the same fields)."""
+
+    id: int
+    environment: str
+    goal: str
+    goal_key: str
+    actions: tuple[str, ...]
+    origin: dict[str, Any]
+    model: str | None = None
+    simulated: bool = False
+    uses: int = 0
+    failures: int = 0
+    failure_streak: int = 0
+    dropped: bool = False
+
+    def solution(self) -> Solution:
+        return Solution(self.id, self.environment, self.goal, self.actions, dict(self.origin),
+                        self.simulated, self.model)
+
+
+class MemoryLibrary:
+    """An in-process library shared by many runs (the bench, tests). ``for_task(origin)``
+    gives the view one run uses, which records where its solutions came from."""
+
+    def __init__(self) -> None:
+        self.entries: dict[int, Entry] = {}
+        self._ids = itertools.count(1)
+
+    def for_task(self, task: str) -> TaskLibrary:
+        return TaskLibrary(self, task)
+
+    def live(self, environment: str, key: str) -> Entry | None:
+        for entry in self.entries.values():
+            if (entry.environment == environment and entry.goal_key == key
+                    and not entry.dropped):
+                return entry
+        return None
+
+    def apply(self, report: ExperienceReport, task: str) -> None:
+        """``report`` of run ``task``: counts, drops, and new entries (one live entry per
+        environment and goal: a goal that has one keeps it)."""
+        for entry_id in report.used:
+            entry = self.entries.get(entry_id)
+            if entry is not None:
+                entry.uses += 1
+                entry.failure_streak = 0
+        for entry_id in report.failed:
+            entry = self.entries.get(entry_id)
+            if entry is not None:
+                entry.failures += 1
+                entry.failure_streak += 1
+                entry.dropped = entry.dropped or entry.failure_streak >= DROP_AFTER
+        for item in report.learned:
+            key = goal_key(item.goal)
+            if self.live(item.environment, key) is None:
+                entry_id = next(self._ids)
+                self.entries[entry_id] = Entry(
+                    entry_id, item.environment, item.goal, key, item.actions,
+                    {"task": task, "node": item.node_id}, item.model, item.simulated)
+
+
+@dataclass(slots=True)
+class TaskLibrary:
+    """One run's view of a :class:`MemoryLibrary`."""
+
+    library: MemoryLibrary
+    task: str
+
+    async def find(self, environment: str, goal: str,
+                   exclude: frozenset[int] = frozenset()) -> Solution | None:
+        entry = self.library.live(environment, goal_key(goal))
+        return None if entry is None or entry.id in exclude else entry.solution()
+
+    async def save(self, report: ExperienceReport) -> None:
+        self.library.apply(report, self.task)
+
+
+__all__ = [
+    "DROP_AFTER", "MAX_ACTIONS", "MAX_GOAL_CHARS", "Entry", "ExperienceLibrary",
+    "ExperienceReport", "Learned", "MemoryLibrary", "Solution", "TaskLibrary", "goal_key",
+]

@@ -1,0 +1,165 @@
+"""Skill reuse in a run: replay a stored solution before the executor, learn verified ones.
+
+:class:`Experience` is one run's side of the library (``adapt.engine.experience``). The node
+runner asks it, before a task node's executor runs (with ``reuse.skills`` on and verification
+on), to :meth:`~Experience.replay` a stored solution for the node's goal:
+
+- the actions are sent to the live environment one by one, each recorded as a step of the node
+  (``extra.replay``: the entry and its origin), stopping at the first failed observation or
+  the end of the episode; no LLM is called;
+- the environment then checks the node's goal against the state the node started from. A
+  confirmed goal ends the node (termination ``reused``, ``Node.reused`` names the entry and
+  where it was learned) and counts a use;
+- a goal it does not confirm counts a failure for the entry (an entry that fails
+  ``DROP_AFTER`` times in a row is dropped), the entry is not tried again in this run, and the
+  executor runs as usual. The replayed actions changed the environment: an environment that
+  rolls back (``RollsBack``) is returned to the state before the replay; any other keeps the
+  changed state, which is the executor's start, and the executor is told so (the
+  environment's salient state after the replay is added to its context).
+
+After a node's executor run the environment confirmed, :meth:`~Experience.learn` keeps the
+node's actions (its replayed ones and the executor's, in order: the goal is checked from the
+node's start) as a new solution. Everything is handed to the library once, when the task
+ends (:meth:`~Experience.save`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from adapt.engine import claim_checks
+from adapt.engine.experience import (
+    MAX_ACTIONS,
+    MAX_GOAL_CHARS,
+    ExperienceLibrary,
+    ExperienceReport,
+    Learned,
+    Solution,
+    goal_key,
+)
+from adapt.engine.executors.base import ExecutionResult
+from adapt.engine.tree import Node, Step, Termination
+from adapt.envs.base import env_call, step_async, undoable
+
+if TYPE_CHECKING:
+    from adapt.engine.claim_checks import Watch
+    from adapt.engine.runtime import Run
+
+#: what the executor hears after a replay the environment did not confirm
+REPLAY_NOTE = ("A stored solution for this goal was replayed and the environment did not "
+               "confirm it ({evidence}); {state}")
+
+
+@dataclass(slots=True)
+class Replay:
+    """How a replay went: the node's result when the environment confirmed its goal; else
+    the replayed steps whose effect stays in the environment (none when it rolled back) and
+    the note for the executor (``None``: nothing was replayed)."""
+
+    result: ExecutionResult | None = None
+    steps: list[Step] = field(default_factory=list)
+    note: str | None = None
+
+
+class Experience:
+    """One run's use of an :class:`ExperienceLibrary`."""
+
+    def __init__(self, run: Run, library: ExperienceLibrary) -> None:
+        self.run = run
+        self.library = library
+        self.report = ExperienceReport()
+        #: entries that failed in this run (not tried again)
+        self.failed: set[int] = set()
+        #: goals learned in this run (one solution per goal)
+        self.learned_keys: set[str] = set()
+        self.environment = str(getattr(run.env, "name", type(run.env).__name__))
+
+    @property
+    def skills(self) -> bool:
+        run = self.run
+        return run.config.reuse.skills and run.config.verification == "env"
+
+    async def replay(self, node: Node, watch: Watch) -> Replay:
+        """Replay a stored solution for ``node``'s goal (see the module's docstring)."""
+        run = self.run
+        if not self.skills or run.episode_done or len(goal_key(node.goal)) > MAX_GOAL_CHARS:
+            return Replay()
+        solution = await self.library.find(self.environment, node.goal, frozenset(self.failed))
+        if solution is None:
+            return Replay()
+        env = run.env
+        undo = undoable(env)
+        undo_mark = await env_call(env, undo.checkpoint) if undo is not None else None
+        steps = await self._send(node, solution)
+        verdict = await claim_checks.check(env, node.goal, watch.mark, reward=run.reward,
+                                           episode_done=run.episode_done)
+        best = max((s.reward for s in steps), default=0.0)
+        done = any(s.done for s in steps)
+        if verdict.verdict == "confirmed":
+            self.report.used.append(solution.id)
+            await run.update(node, reused=origin(solution))
+            return Replay(ExecutionResult(True, None, best, Termination.REUSED, len(steps),
+                                          steps, claim=None, checked=verdict, done=done), steps)
+        self.report.failed.append(solution.id)
+        self.failed.add(solution.id)
+        evidence = verdict.evidence or f"verdict {verdict.verdict}"
+        if undo is not None and not run.episode_done:
+            await env_call(env, undo.rollback, undo_mark)
+            state = "the environment was rolled back to the state before the replay."
+            steps = []
+        else:
+            salient = await env_call(env, env.salient_state)
+            state = ("the replayed actions changed the environment"
+                     + (f"; it now holds: {salient}" if salient else "") + ".")
+        return Replay(None, steps, REPLAY_NOTE.format(evidence=evidence, state=state))
+
+    async def _send(self, node: Node, solution: Solution) -> list[Step]:
+        run, env = self.run, self.run.env
+        steps: list[Step] = []
+        for action in solution.actions:
+            result = await step_async(env, action)
+            reward, done = float(result.reward), bool(result.done)
+            step = Step(kind="action", node_id=node.id, index=node.steps_count + 1, raw=action,
+                        text=action, observation=result.observation, reward=reward, done=done,
+                        extra={"replay": origin(solution)})
+            steps.append(step)
+            await run.add_step(node, step)
+            run.fold(reward, done)
+            if done or env.is_failure(result.observation):
+                break
+        return steps
+
+    def learn(self, node: Node, steps: Sequence[Step], result: ExecutionResult) -> None:
+        """Keep ``steps``' actions as the solution of ``node``'s goal when the environment
+        confirmed it after an executor run (not a replay: that entry is the library's)."""
+        checked = result.checked
+        if (not self.skills or checked is None or checked.verdict != "confirmed" or not result.success
+                or result.termination == Termination.REUSED):
+            return
+        actions = tuple(s.text for s in steps if s.kind == "action" and s.error is None
+                        and not self.run.env.is_failure(s.observation))
+        key = goal_key(node.goal)
+        if not actions or len(actions) > MAX_ACTIONS or len(key) > MAX_GOAL_CHARS:
+            return
+        if key in self.learned_keys:
+            return
+        self.learned_keys.add(key)
+        models = self.run.executor_models
+        self.report.learned.append(Learned(
+            environment=self.environment, goal=node.goal, actions=actions, node_id=node.id,
+            model=models[0].name, simulated=any(m.simulated for m in models)))
+
+    async def save(self) -> None:
+        if self.report:
+            await self.library.save(self.report)
+
+
+def origin(solution: Solution) -> dict[str, object]:
+    """What a reused node says about its solution: the library entry and where it was
+    learned (``task``, ``node``), and whether a simulated model found it."""
+    return {"entry": solution.id, **solution.origin, "simulated": solution.simulated}
+
+
+__all__ = ["REPLAY_NOTE", "Experience", "Replay", "origin"]

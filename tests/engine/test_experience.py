@@ -1,0 +1,132 @@
+"""Skill reuse in the engine: an entry enters the library only after the environment confirmed
+its node; a replay the environment confirms ends the node with no LLM call and names its
+origin; a replay it does not confirm falls back to the executor and demotes the entry (which
+is dropped when it keeps failing); rolled back where the environment rolls back."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from adapt.engine import MemorySink, RunConfig, run_task
+from adapt.engine.experience import DROP_AFTER, Entry, MemoryLibrary, goal_key
+from adapt.engine.reuse import REPLAY_NOTE
+from adapt.envs.textcraft import TextCraft
+from adapt.llm.testing import ScriptedModel
+
+BEEHIVE = {"goal": "craft beehive", "commands": [
+    "craft 1 beehive using 6 planks, 3 honeycomb",
+    "craft 4 oak planks using 1 oak logs",
+    "craft 4 stick using 2 planks",
+]}
+PLANKS = "craft 4 oak planks using 1 oak logs"
+PLAN = f"Step 1: {PLANKS}\nExecution Order: (Step 1)"
+SOLVE = ["get 1 oak logs", PLANKS]
+REUSE = RunConfig(d_max=2, reuse={"skills": True})
+
+
+def child(sink: MemorySink) -> Any:
+    return next(n for n in sink.nodes.values() if n.goal == PLANKS)
+
+
+async def run(library: MemoryLibrary, task: str, executor: list[str],
+              config: RunConfig = REUSE, env: TextCraft | None = None
+              ) -> tuple[MemorySink, ScriptedModel]:
+    sink = MemorySink()
+    model = ScriptedModel(executor)
+    await run_task(env or TextCraft(), BEEHIVE, config, model, ScriptedModel([PLAN]),
+                   sink=sink, library=library.for_task(task))
+    assert model.remaining == 0
+    return sink, model
+
+
+def poisoned(library: MemoryLibrary, actions: tuple[str, ...]) -> Entry:
+    entry = Entry(99, "textcraft", PLANKS, goal_key(PLANKS), actions, {"task": "old", "node": 7})
+    library.entries[entry.id] = entry
+    return entry
+
+
+async def test_a_confirmed_node_is_learned_and_replayed_with_no_call() -> None:
+    library = MemoryLibrary()
+    # the root's executor gives up (refuted: not learned); the child's run is confirmed
+    sink, _ = await run(library, "first", ["think: Task failed.", *SOLVE])
+    assert child(sink).verdict == "confirmed" and child(sink).reused is None
+    [entry] = library.entries.values()
+    assert (entry.goal, entry.actions) == (PLANKS, tuple(SOLVE))
+    assert entry.origin == {"task": "first", "node": 2} and entry.simulated
+    assert (entry.uses, entry.failures) == (0, 0)
+
+    # the next task: the child is solved by the replay, its executor never called
+    sink, model = await run(library, "second", ["think: Task failed."])
+    node = child(sink)
+    assert (node.status, node.termination, node.verdict) == ("succeeded", "reused", "confirmed")
+    assert node.usage.llm_calls == 0 and node.claim is None
+    assert node.reused == {"entry": entry.id, "task": "first", "node": 2, "simulated": True}
+    steps = [e.step for e in sink.events if e.type == "step" and e.step.node_id == node.id]
+    assert [s.text for s in steps] == SOLVE and [s.index for s in steps] == [1, 2]
+    assert all(s.extra == {"replay": node.reused} for s in steps)
+    assert len(model.requests) == 1  # the root's only
+    assert (entry.uses, entry.failures) == (1, 0) and len(library.entries) == 1
+
+
+async def test_nothing_is_learned_without_a_confirmed_verdict() -> None:
+    library = MemoryLibrary()
+    # the child claims success without doing anything: refuted, not learned
+    await run(library, "claims", ["think: Task failed.", "think: Task completed!"])
+    assert library.entries == {}
+    # reuse off: nothing is learned (or replayed) even from a confirmed node
+    await run(library, "off", ["think: Task failed.", *SOLVE], RunConfig(d_max=2))
+    assert library.entries == {}
+    # verification off: no verdict, so no reuse at all
+    await run(library, "unverified", ["think: Task failed.", *SOLVE],
+              RunConfig(d_max=2, reuse={"skills": True}, verification="off"))
+    assert library.entries == {}
+
+
+async def test_a_failed_replay_falls_back_demotes_and_is_dropped() -> None:
+    library = MemoryLibrary()
+    stale = poisoned(library, ("get 1 oak logs",))  # not enough: no planks crafted
+
+    sink, model = await run(library, "one", ["think: Task failed.", PLANKS])
+    node = child(sink)
+    # the executor ran from the state the replay left (1 oak log held) and solved it
+    assert (node.status, node.termination, node.reused) == ("succeeded", "verified", None)
+    steps = [e.step for e in sink.events if e.type == "step" and e.step.node_id == node.id]
+    assert [(s.index, s.text, bool(s.extra and "replay" in s.extra)) for s in steps] == [
+        (1, "get 1 oak logs", True), (2, PLANKS, False)]
+    note = REPLAY_NOTE.split("{")[0]
+    assert note in model.requests[1].as_prompt() and "oak log" in (node.context_in or "")
+    assert (stale.uses, stale.failures, stale.failure_streak, stale.dropped) == (0, 1, 1, False)
+    assert list(library.entries) == [99]  # a goal with a live entry keeps it
+
+    await run(library, "two", ["think: Task failed.", PLANKS])
+    assert (stale.failures, stale.dropped) == (DROP_AFTER, True)
+    # dropped: never found again; the next confirmed solution takes its place
+    sink, _ = await run(library, "three", ["think: Task failed.", *SOLVE])
+    assert child(sink).reused is None
+    fresh = [e for e in library.entries.values() if not e.dropped]
+    assert [(e.actions, e.origin["task"]) for e in fresh] == [(tuple(SOLVE), "three")]
+
+
+class UndoCraft(TextCraft):
+    """TextCraft that rolls failed sub-tasks back (as ALFWorld does)."""
+
+    def rolls_back(self) -> bool:
+        return True
+
+    def checkpoint(self) -> object:
+        return dict(self._inventory), dict(self._produced), self._solved
+
+    def rollback(self, mark: object) -> None:
+        inventory, produced, solved = mark  # type: ignore[misc]
+        self._inventory, self._produced, self._solved = dict(inventory), dict(produced), solved
+
+
+async def test_a_failed_replay_is_rolled_back_where_the_environment_rolls_back() -> None:
+    library = MemoryLibrary()
+    stale = poisoned(library, ("get 1 oak logs",))
+    env = UndoCraft()
+    # rolled back: the log the replay fetched is gone, the executor fetches its own
+    sink, model = await run(library, "undo", ["think: Task failed.", *SOLVE], env=env)
+    assert child(sink).termination == "verified" and stale.failures == 1
+    assert "rolled back" in model.requests[1].as_prompt()
+    assert env.inventory.get("oak planks") == 4 and not env.inventory.get("oak logs")
