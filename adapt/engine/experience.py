@@ -18,7 +18,7 @@ stops half-way writes nothing, and a resumed attempt finds the same entries as t
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Protocol, runtime_checkable
 
 #: consecutive failed replays after which an entry is dropped (no longer found)
@@ -27,6 +27,11 @@ DROP_AFTER = 2
 MAX_GOAL_CHARS = 1000
 #: solutions with more actions than this are not kept
 MAX_ACTIONS = 100
+#: what an exported library is (``format``), its version, and the fields of an entry in it
+EXPORT_FORMAT = "adapt-library"
+EXPORT_VERSION = 1
+EXPORT_FIELDS = ("environment", "goal", "actions", "origin", "model", "simulated", "uses",
+                 "failures")
 
 
 def goal_key(goal: str) -> str:
@@ -121,8 +126,43 @@ class MemoryLibrary:
         self.entries: dict[int, Entry] = {}
         self._ids = itertools.count(1)
 
-    def for_task(self, task: str) -> TaskLibrary:
-        return TaskLibrary(self, task)
+    def for_task(self, task: str, *, learn: bool = True) -> TaskLibrary:
+        """The view run ``task`` uses; ``learn=False``: a frozen library (what the run
+        learned and how its replays went is not kept)."""
+        return TaskLibrary(self, task, learn)
+
+    def copy(self) -> MemoryLibrary:
+        """An independent copy (same ids and counts)."""
+        other = MemoryLibrary()
+        other.entries = {i: replace(e, origin=dict(e.origin)) for i, e in self.entries.items()}
+        other._ids = itertools.count(max(self.entries, default=0) + 1)
+        return other
+
+    def export(self) -> dict[str, Any]:
+        """The live entries as an export document (the format of ``GET /library/export``)."""
+        rows = [e for e in self.entries.values() if not e.dropped]
+        return {"format": EXPORT_FORMAT, "version": EXPORT_VERSION, "entries": [
+            {**{f: getattr(e, f) for f in EXPORT_FIELDS}, "actions": list(e.actions)}
+            for e in rows]}
+
+    @classmethod
+    def load(cls, document: dict[str, Any]) -> MemoryLibrary:
+        """A library from an export document (``GET /library/export``, :meth:`export`)."""
+        if document.get("format") != EXPORT_FORMAT or document.get("version") != EXPORT_VERSION:
+            raise ValueError(f"not an {EXPORT_FORMAT} version {EXPORT_VERSION} document")
+        library = cls()
+        for item in document.get("entries") or []:
+            key = goal_key(str(item["goal"]))
+            if library.live(str(item["environment"]), key) is not None:
+                continue
+            entry_id = next(library._ids)
+            library.entries[entry_id] = Entry(
+                entry_id, str(item["environment"]), str(item["goal"]), key,
+                tuple(str(a) for a in item["actions"]),
+                {**(item.get("origin") or {}), "imported": True}, item.get("model"),
+                bool(item.get("simulated")), int(item.get("uses") or 0),
+                int(item.get("failures") or 0))
+        return library
 
     def live(self, environment: str, key: str) -> Entry | None:
         for entry in self.entries.values():
@@ -160,6 +200,7 @@ class TaskLibrary:
 
     library: MemoryLibrary
     task: str
+    learn: bool = True
 
     async def find(self, environment: str, goal: str,
                    exclude: frozenset[int] = frozenset()) -> Solution | None:
@@ -167,10 +208,11 @@ class TaskLibrary:
         return None if entry is None or entry.id in exclude else entry.solution()
 
     async def save(self, report: ExperienceReport) -> None:
-        self.library.apply(report, self.task)
+        if self.learn:
+            self.library.apply(report, self.task)
 
 
 __all__ = [
-    "DROP_AFTER", "MAX_ACTIONS", "MAX_GOAL_CHARS", "Entry", "ExperienceLibrary",
+    "DROP_AFTER", "EXPORT_FIELDS", "EXPORT_FORMAT", "EXPORT_VERSION", "MAX_ACTIONS", "MAX_GOAL_CHARS", "Entry", "ExperienceLibrary",
     "ExperienceReport", "Learned", "MemoryLibrary", "Solution", "TaskLibrary", "goal_key",
 ]

@@ -18,16 +18,17 @@ from typing import Any
 from sqlalchemy import and_, delete, func, or_, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from adapt.engine.experience import DROP_AFTER, ExperienceReport, Solution, goal_key
+from adapt.engine.experience import (
+    DROP_AFTER,
+    EXPORT_FIELDS,
+    EXPORT_FORMAT,
+    EXPORT_VERSION,
+    ExperienceReport,
+    Solution,
+    goal_key,
+)
 from adapt.store.models import LibraryEntry, utcnow
 from adapt.store.text import storable
-
-#: what an export is (``format``) and its version
-EXPORT_FORMAT = "adapt-library"
-EXPORT_VERSION = 1
-#: the fields of an exported entry
-EXPORT_FIELDS = ("environment", "goal", "actions", "origin", "model", "simulated", "uses",
-                 "failures")
 
 
 def _live(tenant: str, as_of: datetime | None = None) -> Any:
