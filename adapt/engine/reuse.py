@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from adapt.engine import claim_checks
+from adapt.engine.executors.base import ExecutionResult
 from adapt.engine.experience import (
     MAX_ACTIONS,
     MAX_GOAL_CHARS,
@@ -39,7 +40,6 @@ from adapt.engine.experience import (
     Solution,
     goal_key,
 )
-from adapt.engine.executors.base import ExecutionResult
 from adapt.engine.tree import Node, Step, Termination
 from adapt.envs.base import env_call, step_async, undoable
 
