@@ -40,6 +40,7 @@ from adapt.llm.base import (
 from adapt.llm.recording import request_fingerprint
 
 if TYPE_CHECKING:
+    from adapt.engine.experience import ExperienceLibrary
     from adapt.engine.reuse import Experience
 
 log = logging.getLogger(__name__)
@@ -91,6 +92,7 @@ class Run:
         cancel: CancelCheck | None = None,
         price: PriceFn | None = None,
         env_config: BaseModel | Mapping[str, Any] | None = None,
+        library: ExperienceLibrary | None = None,
     ) -> None:
         self.env = env
         #: the config the episode started with (``run_task`` passes the validated model);
@@ -119,6 +121,10 @@ class Run:
         self._calls = 0
         #: the run's use of the experience library (``run_task(library=...)``); None: none
         self.experience: Experience | None = None
+        if library is not None:
+            from adapt.engine.reuse import Experience  # (it imports the executors' base)
+
+            self.experience = Experience(self, library)
 
     # -- the episode's state: read here, changed only by the methods below -------------------
     @property

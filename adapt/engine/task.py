@@ -14,7 +14,6 @@ from adapt.engine.config import ResolvedConfig, RunConfig
 from adapt.engine.events import EventReceiver, TaskFinished, TreeSink
 from adapt.engine.experience import ExperienceLibrary
 from adapt.engine.resolve import resolve_config
-from adapt.engine.reuse import Experience
 from adapt.engine.runtime import CancelCheck, PriceFn, Run
 from adapt.engine.strategies import get_strategy
 from adapt.engine.tree import FinalStatus, Node, NodeStatus, Step, TaskResult
@@ -85,9 +84,7 @@ async def run_task(
     strategy = get_strategy(config.strategy)
     resolved, env_settings = _resolved(config, env, env_config)
     run = Run(env, resolved, executor_model, planner_model, sink=sink, cancel=cancel,
-              price=price, env_config=env_settings)
-    if library is not None:
-        run.experience = Experience(run, library)
+              price=price, env_config=env_settings, library=library)
     started = time.monotonic()
     observation = await start_episode_async(env, env_settings)
     root_goal = goal or env.goal

@@ -7,12 +7,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Path, Query, Response
 
-from adapt.envs import registry
-from adapt.errors import UnknownEnvironment
-from adapt.service.errors import InvalidField, NotFound
-from adapt.store import library as store
-from adapt.store.text import UNSTORABLE_MESSAGE, find_unstorable
-from api.deps import SessionDep, TenantDep
+from api.deps import LibraryServiceDep
 from api.schemas.library import (
     LibraryEntryPublic,
     LibraryExport,
@@ -34,14 +29,14 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
             summary="This tenant's experience library, newest first, with use and failure "
             "counts")
 async def list_entries(
-    session: SessionDep, tenant: TenantDep,
+    library: LibraryServiceDep,
     offset: Annotated[int, Query(ge=0, le=1_000_000)] = 0,
     limit: Annotated[int, Query(ge=1, le=200, description="Page size.")] = 50,
     environment: Annotated[str | None, Query(max_length=128)] = None,
     dropped: Annotated[bool, Query(description="Include entries dropped for failing.")] = False,
 ) -> LibraryList:
-    found = await store.page(session, tenant, offset=offset, limit=limit,
-                             environment=environment, dropped=dropped)
+    found = await library.page(offset=offset, limit=limit, environment=environment,
+                               dropped=dropped)
     return LibraryList(items=[LibraryEntryPublic.model_validate(r) for r in found.rows],
                        total=found.total, offset=offset, limit=limit)
 
@@ -49,10 +44,10 @@ async def list_entries(
 @router.get("/library/export", response_model=LibraryExport, responses=PROBLEMS,
             summary="Export this tenant's live entries as JSON (to import elsewhere)")
 async def export_entries(
-    session: SessionDep, tenant: TenantDep,
+    library: LibraryServiceDep,
     environment: Annotated[str | None, Query(max_length=128)] = None,
 ) -> LibraryExport:
-    return LibraryExport.model_validate(await store.export(session, tenant, environment))
+    return LibraryExport.model_validate(await library.export(environment))
 
 
 @router.post("/library/import", response_model=LibraryImported, responses=PROBLEMS,
@@ -61,25 +56,14 @@ async def export_entries(
              "origin says it was imported; a goal that already has a live entry keeps it. "
              "Entries are checked (sizes, fields, registered environments) before any is "
              "added.")
-async def import_entries(body: LibraryExport, session: SessionDep,
-                         tenant: TenantDep) -> LibraryImported:
-    bad = find_unstorable(body.model_dump(mode="json"), "")
-    if bad:
-        raise InvalidField(bad.lstrip("."), UNSTORABLE_MESSAGE)
-    for i, entry in enumerate(body.entries):
-        try:
-            registry.get(entry.environment)
-        except UnknownEnvironment as exc:
-            raise InvalidField(f"entries.{i}.environment", str(exc)) from None
-    done = await store.import_entries(session, tenant,
-                                      [e.model_dump() for e in body.entries])
+async def import_entries(body: LibraryExport, library: LibraryServiceDep) -> LibraryImported:
+    done = await library.import_entries([e.model_dump() for e in body.entries])
     return LibraryImported(added=done.added, skipped=done.skipped)
 
 
 @router.delete("/library/{entry_id}", status_code=204, response_class=Response,
                responses=PROBLEMS, summary="Delete an entry of this tenant's library")
 async def delete_entry(entry_id: Annotated[int, Path(ge=1, le=2**31 - 1)],
-                       session: SessionDep, tenant: TenantDep) -> Response:
-    if not await store.remove(session, tenant, entry_id):
-        raise NotFound("library entry", entry_id)
+                       library: LibraryServiceDep) -> Response:
+    await library.delete(entry_id)
     return Response(status_code=204)

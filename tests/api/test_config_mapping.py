@@ -37,6 +37,7 @@ SOURCES: dict[type[BaseModel], tuple[list[type[BaseModel]], set[str]]] = {
     mapped.PlannerConfig: ([engine_config.PlannerConfig], set()),
     mapped.MonitorConfig: ([engine_config.MonitorConfig], set()),
     mapped.Budget: ([EngineBudget], set()),
+    mapped.ReuseConfig: ([engine_config.ReuseConfig], set()),
     mapped.RunConfig: ([RunConfig], {"executor", "planner", "budget"}),
 }
 
