@@ -52,6 +52,8 @@ class NodeRunner:
         extra = options.extra_context if options is not None else None
         context_in = run.context if extra is None else extra
         await run.update(node, status="running", context_in=context_in)
+        if run.experience is not None:
+            run.experience.begin(node)
         replayed: list[Step] = []  # what a replay that failed left in the environment
         if run.config.verification == "env":
             watch = Watch(node.id, node.goal, claim_checks.mark(run.env))
@@ -121,6 +123,8 @@ class NodeRunner:
         models = run.executor_models
         numbers = [0] if start is None else list(range(start, len(models)))
         await run.update(node, status="running")
+        if run.experience is not None:
+            run.experience.begin(node)
         if start in (0, None):  # already satisfied: no attempt at all (a later start had one)
             mark = claim_checks.mark(env) if run.config.verification == "env" else None
             self.marks[node.id] = mark
@@ -162,6 +166,8 @@ class NodeRunner:
         if not check.checkable:
             return ok
         await run.update(node, verdict=check.verdict, evidence=check.evidence or None)
+        if check.verdict == "confirmed" and run.experience is not None:
+            run.experience.learn_decomposed(node)
         return check.verdict == "confirmed"
 
     async def already_done(self, node: Node, mark: object | None) -> ExecutionResult | None:

@@ -19,8 +19,10 @@ on), to :meth:`~Experience.replay` a stored solution for the node's goal:
 
 After a node's executor run the environment confirmed, :meth:`~Experience.learn` keeps the
 node's actions (its replayed ones and the executor's, in order: the goal is checked from the
-node's start) as a new solution. Everything is handed to the library once, when the task
-ends (:meth:`~Experience.save`).
+node's start) as a new solution; after a decomposed node's goal is confirmed once its
+children ran, :meth:`~Experience.learn_decomposed` keeps every action sent since the node
+started (its whole subtree's). Everything is handed to the library once, when the task ends
+(:meth:`~Experience.save`).
 """
 
 from __future__ import annotations
@@ -74,6 +76,10 @@ class Experience:
         self.failed: set[int] = set()
         #: goals learned in this run (one solution per goal)
         self.learned_keys: set[str] = set()
+        #: the actions the run sent that did not fail, in order (``Run.add_step``), and where
+        #: each node's part of it starts (node id -> index)
+        self.log: list[str] = []
+        self.starts: dict[int, int] = {}
         self.environment = str(getattr(run.env, "name", type(run.env).__name__))
 
     @property
@@ -131,15 +137,38 @@ class Experience:
                 break
         return steps
 
+    def saw(self, step: Step) -> None:
+        """A step the run recorded (every step passes here, replayed ones too)."""
+        if step.kind == "action" and step.error is None and not self.run.env.is_failure(
+                step.observation):
+            self.log.append(step.text)
+
+    def begin(self, node: Node) -> None:
+        """``node`` starts: its actions are those the run sends from now on."""
+        self.starts.setdefault(node.id, len(self.log))
+
+    def learn_decomposed(self, node: Node) -> None:
+        """A decomposed node whose goal the environment confirmed once its children ran:
+        the actions sent since it started (its own executor run's and its sub-tasks', in
+        order) are kept as the goal's solution, so a later task replays the whole subtree
+        instead of an executor run, a plan and the sub-tasks. Not where failed sub-tasks are
+        rolled back (the log would hold actions whose effect was undone)."""
+        start = self.starts.get(node.id)
+        if not self.skills or start is None or undoable(self.run.env) is not None:
+            return
+        self._keep(node, tuple(self.log[start:]))
+
     def learn(self, node: Node, steps: Sequence[Step], result: ExecutionResult) -> None:
         """Keep ``steps``' actions as the solution of ``node``'s goal when the environment
         confirmed it after an executor run (not a replay: that entry is the library's)."""
         checked = result.checked
-        if (not self.skills or checked is None or checked.verdict != "confirmed" or not result.success
-                or result.termination == Termination.REUSED):
+        if (not self.skills or checked is None or checked.verdict != "confirmed"
+                or not result.success or result.termination == Termination.REUSED):
             return
-        actions = tuple(s.text for s in steps if s.kind == "action" and s.error is None
-                        and not self.run.env.is_failure(s.observation))
+        self._keep(node, tuple(s.text for s in steps if s.kind == "action" and s.error is None
+                               and not self.run.env.is_failure(s.observation)))
+
+    def _keep(self, node: Node, actions: tuple[str, ...]) -> None:
         key = goal_key(node.goal)
         if not actions or len(actions) > MAX_ACTIONS or len(key) > MAX_GOAL_CHARS:
             return

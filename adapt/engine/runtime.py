@@ -183,6 +183,8 @@ class Run:
 
     async def add_step(self, node: Node, step: Step) -> None:
         node.steps_count = step.index
+        if self.experience is not None:
+            self.experience.saw(step)
         await self.sink.emit(StepAppended(step=step))
 
     def children(self, node: Node) -> list[Node]:

@@ -109,6 +109,28 @@ async def test_a_failed_replay_falls_back_demotes_and_is_dropped() -> None:
                                   "simulated": True}
 
 
+async def test_a_decomposed_goal_is_learned_as_its_subtrees_actions() -> None:
+    library = MemoryLibrary()
+    craft = "craft 1 beehive using 6 oak planks, 3 honeycomb"
+    plan = (f"Step 1: fetch 3 honeycomb\nStep 2: {PLANKS}\nStep 3: {PLANKS}\nStep 4: {craft}"
+            "\nExecution Order: (Step 1 AND Step 2 AND Step 3 AND Step 4)")
+    executor = ScriptedModel(["think: Task failed.", "get 3 honeycomb", *SOLVE, *SOLVE, craft])
+    first = MemorySink()
+    result = await run_task(TextCraft(), BEEHIVE, REUSE, executor, ScriptedModel([plan]),
+                            sink=first, library=library.for_task("first"))
+    assert result.success and executor.remaining == 0
+    root = next(e for e in library.entries.values() if e.goal == "craft beehive")
+    assert root.actions == ("get 3 honeycomb", *SOLVE, *SOLVE, craft)
+    assert root.origin == {"task": "first", "node": 1}
+    # the same task again: the root is replayed, no executor, no planner, no sub-task
+    again = MemorySink()
+    result = await run_task(TextCraft(), BEEHIVE, REUSE, ScriptedModel([]), ScriptedModel([]),
+                            sink=again, library=library.for_task("second"))
+    assert result.success and result.reward == 1.0 and result.usage.llm_calls == 0
+    assert list(again.nodes) == [1] and again.nodes[1].termination == "reused"
+    assert root.uses == 1
+
+
 class UndoCraft(TextCraft):
     """TextCraft that rolls failed sub-tasks back (as ALFWorld does)."""
 
