@@ -30,14 +30,30 @@ MAX_ACTIONS = 100
 #: what an exported library is (``format``), its version, and the fields of an entry in it
 EXPORT_FORMAT = "adapt-library"
 EXPORT_VERSION = 1
-EXPORT_FIELDS = ("environment", "goal", "actions", "origin", "model", "simulated", "uses",
-                 "failures")
+EXPORT_FIELDS = ("environment", "goal", "goal_key", "actions", "origin", "model", "simulated",
+                 "uses", "failures")
 
 
 def goal_key(goal: str) -> str:
     """A goal normalised for exact retrieval: lower case, one space between words, no final
     full stop (``"Craft  4 Oak Planks."`` -> ``"craft 4 oak planks"``)."""
     return " ".join(goal.lower().split()).rstrip(".")
+
+
+@runtime_checkable
+class KeyedGoals(Protocol):
+    """An environment that says which goals mean the same: ``experience_key(goal)`` is the
+    goal's canonical form (TextCraft: ``gain 1 minecraft:beehive`` for ``craft beehive`` and
+    ``craft 1 beehive using 6 planks, 3 honeycomb``), ``None`` when it cannot tell."""
+
+    def experience_key(self, goal: str) -> str | None: ...
+
+
+def key_of(env: object, goal: str) -> str:
+    """The key a goal is stored and found under: the environment's canonical form where it
+    gives one (``KeyedGoals``), else :func:`goal_key`."""
+    key = env.experience_key(goal) if isinstance(env, KeyedGoals) else None
+    return key if key else goal_key(goal)
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,6 +77,8 @@ class Learned:
 
     environment: str
     goal: str
+    #: the key it is stored under (:func:`key_of`)
+    key: str
     actions: tuple[str, ...]
     node_id: int
     model: str | None
@@ -85,10 +103,10 @@ class ExperienceReport:
 class ExperienceLibrary(Protocol):
     """A library of verified solutions, as one task run sees it."""
 
-    async def find(self, environment: str, goal: str,
+    async def find(self, environment: str, key: str,
                    exclude: frozenset[int] = frozenset()) -> Solution | None:
-        """The solution to replay for ``goal`` (exact match on :func:`goal_key`), not one of
-        ``exclude`` (those that failed earlier in this run); ``None``: none."""
+        """The solution to replay for a goal of ``key`` (:func:`key_of`; exact match), not
+        one of ``exclude`` (those that failed earlier in this run); ``None``: none."""
         ...
 
     async def save(self, report: ExperienceReport) -> None:
@@ -152,7 +170,7 @@ class MemoryLibrary:
             raise ValueError(f"not an {EXPORT_FORMAT} version {EXPORT_VERSION} document")
         library = cls()
         for item in document.get("entries") or []:
-            key = goal_key(str(item["goal"]))
+            key = str(item.get("goal_key") or goal_key(str(item["goal"])))
             if library.live(str(item["environment"]), key) is not None:
                 continue
             entry_id = next(library._ids)
@@ -186,7 +204,7 @@ class MemoryLibrary:
                 entry.failure_streak += 1
                 entry.dropped = entry.dropped or entry.failure_streak >= DROP_AFTER
         for item in report.learned:
-            key = goal_key(item.goal)
+            key = item.key
             if self.live(item.environment, key) is None:
                 entry_id = next(self._ids)
                 self.entries[entry_id] = Entry(
@@ -202,9 +220,9 @@ class TaskLibrary:
     task: str
     learn: bool = True
 
-    async def find(self, environment: str, goal: str,
+    async def find(self, environment: str, key: str,
                    exclude: frozenset[int] = frozenset()) -> Solution | None:
-        entry = self.library.live(environment, goal_key(goal))
+        entry = self.library.live(environment, key)
         return None if entry is None or entry.id in exclude else entry.solution()
 
     async def save(self, report: ExperienceReport) -> None:
@@ -214,5 +232,6 @@ class TaskLibrary:
 
 __all__ = [
     "DROP_AFTER", "EXPORT_FIELDS", "EXPORT_FORMAT", "EXPORT_VERSION", "MAX_ACTIONS", "MAX_GOAL_CHARS", "Entry", "ExperienceLibrary",
-    "ExperienceReport", "Learned", "MemoryLibrary", "Solution", "TaskLibrary", "goal_key",
+    "ExperienceReport", "KeyedGoals", "Learned", "MemoryLibrary", "Solution", "TaskLibrary",
+    "goal_key", "key_of",
 ]

@@ -40,7 +40,7 @@ from adapt.engine.experience import (
     ExperienceReport,
     Learned,
     Solution,
-    goal_key,
+    key_of,
 )
 from adapt.engine.tree import Node, Step, Termination
 from adapt.envs.base import env_call, step_async, undoable
@@ -74,8 +74,9 @@ class Experience:
         self.report = ExperienceReport()
         #: entries that failed in this run (not tried again)
         self.failed: set[int] = set()
-        #: goals learned in this run (one solution per goal)
-        self.learned_keys: set[str] = set()
+        #: what this run learned, by key: one solution per key, the longest (a longer one,
+        #: e.g. a decomposed node's whole subtree, depends less on what siblings did before)
+        self.learned: dict[str, Learned] = {}
         #: the actions the run sent that did not fail, in order (``Run.add_step``), and where
         #: each node's part of it starts (node id -> index)
         self.log: list[str] = []
@@ -90,9 +91,10 @@ class Experience:
     async def replay(self, node: Node, watch: Watch) -> Replay:
         """Replay a stored solution for ``node``'s goal (see the module's docstring)."""
         run = self.run
-        if not self.skills or run.episode_done or len(goal_key(node.goal)) > MAX_GOAL_CHARS:
+        key = key_of(run.env, node.goal)
+        if not self.skills or run.episode_done or len(key) > MAX_GOAL_CHARS:
             return Replay()
-        solution = await self.library.find(self.environment, node.goal, frozenset(self.failed))
+        solution = await self.library.find(self.environment, key, frozenset(self.failed))
         if solution is None:
             return Replay()
         env = run.env
@@ -169,18 +171,20 @@ class Experience:
                                and not self.run.env.is_failure(s.observation)))
 
     def _keep(self, node: Node, actions: tuple[str, ...]) -> None:
-        key = goal_key(node.goal)
+        key = key_of(self.run.env, node.goal)
         if not actions or len(actions) > MAX_ACTIONS or len(key) > MAX_GOAL_CHARS:
             return
-        if key in self.learned_keys:
+        earlier = self.learned.get(key)
+        if earlier is not None and len(earlier.actions) >= len(actions):
             return
-        self.learned_keys.add(key)
         models = self.run.executor_models
-        self.report.learned.append(Learned(
-            environment=self.environment, goal=node.goal, actions=actions, node_id=node.id,
-            model=models[0].name, simulated=any(m.simulated for m in models)))
+        self.learned[key] = Learned(
+            environment=self.environment, goal=node.goal, key=key, actions=actions,
+            node_id=node.id, model=models[0].name,
+            simulated=any(m.simulated for m in models))
 
     async def save(self) -> None:
+        self.report.learned = list(self.learned.values())
         if self.report:
             await self.library.save(self.report)
 

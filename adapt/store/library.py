@@ -38,14 +38,15 @@ def _live(tenant: str, as_of: datetime | None = None) -> Any:
                 or_(LibraryEntry.dropped_at.is_(None), LibraryEntry.dropped_at > as_of))
 
 
-async def find(session: AsyncSession, tenant: str, environment: str, goal: str, *,
+async def find(session: AsyncSession, tenant: str, environment: str, key: str, *,
                as_of: datetime | None = None,
                exclude: Iterable[int] = ()) -> LibraryEntry | None:
-    """The oldest live entry of ``tenant`` for ``environment`` and ``goal`` (exact on the
-    normalised goal) as of ``as_of`` (``None``: now), not one of ``exclude``."""
+    """The oldest live entry of ``tenant`` for ``environment`` and goal key ``key`` (exact;
+    ``adapt.engine.experience.key_of``) as of ``as_of`` (``None``: now), not one of
+    ``exclude``."""
     stmt = (select(LibraryEntry)
             .where(_live(tenant, as_of), LibraryEntry.environment == environment,
-                   LibraryEntry.goal_key == goal_key(goal))
+                   LibraryEntry.goal_key == key)
             .order_by(LibraryEntry.created_at, LibraryEntry.id).limit(1))
     skip = list(exclude)
     if skip:
@@ -84,16 +85,16 @@ async def apply(session: AsyncSession, tenant: str, report: ExperienceReport,
     await session.execute(update(LibraryEntry).where(
         mine, LibraryEntry.dropped_at.is_(None), LibraryEntry.failure_streak >= DROP_AFTER)
         .values(dropped_at=now))
-    taken = await live_keys(session, tenant, ((x.environment, goal_key(x.goal))
+    taken = await live_keys(session, tenant, ((x.environment, storable(x.key))
                                               for x in report.learned))
     for item in report.learned:
-        key = (item.environment, goal_key(item.goal))
+        key = (item.environment, storable(item.key))
         if key in taken:
             continue
         taken.add(key)
         session.add(LibraryEntry(  # model output: made storable (no NUL, no lone surrogate)
             tenant=tenant, environment=item.environment, goal=storable(item.goal),
-            goal_key=storable(key[1]), actions=storable(list(item.actions)),
+            goal_key=key[1], actions=storable(list(item.actions)),
             origin={"task": task_id, "node": item.node_id}, model=item.model,
             simulated=item.simulated, uses=0, failures=0, failure_streak=0, created_at=now))
     await session.commit()
@@ -158,11 +159,10 @@ async def import_entries(session: AsyncSession, tenant: str,
     """Add exported ``entries`` (validated by the caller) to ``tenant``'s library, each as a
     new entry whose origin says it was imported; a goal with a live entry keeps it. Commits."""
     now = utcnow()
-    taken = await live_keys(session, tenant, ((e["environment"], goal_key(e["goal"]))
-                                              for e in entries))
+    keys = [(e["environment"], e.get("goal_key") or goal_key(e["goal"])) for e in entries]
+    taken = await live_keys(session, tenant, keys)
     added = 0
-    for e in entries:
-        key = (e["environment"], goal_key(e["goal"]))
+    for e, key in zip(entries, keys, strict=True):
         if key in taken:
             continue
         taken.add(key)
@@ -193,10 +193,10 @@ class DbLibrary:
         self.task_id = task_id
         self.as_of = as_of
 
-    async def find(self, environment: str, goal: str,
+    async def find(self, environment: str, key: str,
                    exclude: frozenset[int] = frozenset()) -> Solution | None:
         async with self.sessions() as session:
-            row = await find(session, self.tenant, environment, goal, as_of=self.as_of,
+            row = await find(session, self.tenant, environment, key, as_of=self.as_of,
                              exclude=exclude)
             return None if row is None else solution(row)
 

@@ -23,7 +23,9 @@ class LibraryEntryPublic(BaseModel):
     id: int
     environment: str = Field(examples=["textcraft"])
     goal: str = Field(examples=["craft 4 oak planks using 1 oak logs"])
-    goal_key: str = Field(description="The normalised goal retrieval matches exactly.")
+    goal_key: str = Field(description="The key retrieval matches exactly: the environment's "
+                          "canonical form of the goal (TextCraft: 'gain 4 oak_planks'), else "
+                          "the goal normalised.")
     actions: list[str] = Field(description="The actions replayed, in order.")
     origin: dict[str, Any] = Field(description="Where it was learned: the task and node "
                                    "('imported': true for an imported entry).")
@@ -53,6 +55,10 @@ class LibraryEntryData(BaseModel):
 
     environment: str = Field(min_length=1, max_length=128)
     goal: str = Field(min_length=1, max_length=MAX_GOAL_CHARS)
+    goal_key: str | None = Field(
+        default=None, min_length=1, max_length=MAX_GOAL_CHARS,
+        description="The key the goal is found under (the environment's canonical form of "
+        "the goal); unset: the goal normalised (lower case, single spaces).")
     actions: list[Action] = Field(min_length=1, max_length=MAX_ACTIONS)
     origin: dict[str, Any] | None = Field(default=None, max_length=16)
     model: str | None = Field(default=None, max_length=1000)

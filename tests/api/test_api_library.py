@@ -30,7 +30,7 @@ async def keys(app: FastAPI, *tenants: str) -> list[dict[str, str]]:
 
 async def learn(app: FastAPI, tenant: str, *goals: str) -> None:
     await DbLibrary(sessions_of(app), tenant, "t-origin", None).save(ExperienceReport(learned=[
-        Learned("textcraft", goal, ("get 1 oak logs", goal), 2, "sim:textcraft", True)
+        Learned("textcraft", goal, goal, ("get 1 oak logs", goal), 2, "sim:textcraft", True)
         for goal in goals]))
 
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 from adapt.engine import MemorySink, RunConfig, run_task
-from adapt.engine.experience import DROP_AFTER, Entry, MemoryLibrary, goal_key
+from adapt.engine.experience import DROP_AFTER, Entry, MemoryLibrary
 from adapt.engine.reuse import REPLAY_NOTE
 from adapt.envs.textcraft import TextCraft
 from adapt.llm.testing import ScriptedModel
@@ -40,7 +40,8 @@ async def run(library: MemoryLibrary, task: str, executor: list[str],
 
 
 def poisoned(library: MemoryLibrary, actions: tuple[str, ...]) -> Entry:
-    entry = Entry(99, "textcraft", PLANKS, goal_key(PLANKS), actions, {"task": "old", "node": 7})
+    entry = Entry(99, "textcraft", PLANKS, "gain 4 oak_planks", actions,
+                  {"task": "old", "node": 7})
     library.entries[entry.id] = entry
     return entry
 
@@ -66,6 +67,21 @@ async def test_a_confirmed_node_is_learned_and_replayed_with_no_call() -> None:
     assert all(s.extra == {"replay": node.reused} for s in steps)
     assert len(model.requests) == 1  # the root's only
     assert (entry.uses, entry.failures) == (1, 0) and len(library.entries) == 1
+
+
+async def test_goals_the_environment_says_are_the_same_share_a_solution() -> None:
+    library = MemoryLibrary()
+    await run(library, "first", ["think: Task failed.", *SOLVE])
+    [entry] = library.entries.values()
+    assert entry.goal_key == "gain 4 oak_planks"  # TextCraft's canonical form of the goal
+    sink = MemorySink()
+    model = ScriptedModel(["think: Task failed."])
+    other = "Step 1: Craft 4 Oak Planks.\nExecution Order: (Step 1)"
+    await run_task(TextCraft(), BEEHIVE, REUSE, model, ScriptedModel([other]), sink=sink,
+                   library=library.for_task("second"))
+    node = next(n for n in sink.nodes.values() if n.depth == 2)
+    assert node.goal.startswith("Craft 4 Oak Planks")
+    assert node.termination == "reused" and model.remaining == 0 and entry.uses == 1
 
 
 async def test_nothing_is_learned_without_a_confirmed_verdict() -> None:

@@ -11,18 +11,26 @@ from datetime import timedelta
 import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from adapt.engine.experience import DROP_AFTER, EXPORT_FIELDS, ExperienceReport, Learned
+from adapt.engine.experience import (
+    DROP_AFTER,
+    EXPORT_FIELDS,
+    ExperienceReport,
+    Learned,
+    goal_key,
+)
 from adapt.store import library
 from adapt.store.db import create_engine, session_factory
 from adapt.store.library import DbLibrary
 from adapt.store.models import utcnow
 
 GOAL = "craft 4 oak planks using 1 oak logs"
+KEY = "gain 4 oak_planks"
 ACTIONS = ("get 1 oak logs", GOAL)
 
 
-def learned(goal: str = GOAL, actions: tuple[str, ...] = ACTIONS, node: int = 2) -> Learned:
-    return Learned("textcraft", goal, actions, node, "sim:textcraft", True)
+def learned(goal: str = GOAL, actions: tuple[str, ...] = ACTIONS, node: int = 2,
+            key: str = KEY) -> Learned:
+    return Learned("textcraft", goal, key, actions, node, "sim:textcraft", True)
 
 
 @pytest.fixture
@@ -35,19 +43,19 @@ async def sessions(database_url: str) -> AsyncIterator[async_sessionmaker[AsyncS
 async def test_learn_use_fail_and_drop(sessions: async_sessionmaker[AsyncSession]) -> None:
     before = utcnow() - timedelta(seconds=1)
     acme = DbLibrary(sessions, "acme", "task-1", None)
-    assert await acme.find("textcraft", GOAL) is None
-    await acme.save(ExperienceReport(learned=[learned(), learned(node=5)]))  # one per goal
-    found = await acme.find("textcraft", "Craft  4 Oak Planks using 1 oak logs.")
+    assert await acme.find("textcraft", KEY) is None
+    await acme.save(ExperienceReport(learned=[learned(), learned(node=5)]))  # one per key
+    found = await acme.find("textcraft", KEY)
     assert found is not None and found.actions == ACTIONS and found.simulated
     assert found.origin == {"task": "task-1", "node": 2}
     # another goal, another environment: not found
-    assert await acme.find("textcraft", "craft 4 stick") is None
-    assert await acme.find("alfworld", GOAL) is None
+    assert await acme.find("textcraft", "gain 4 stick") is None
+    assert await acme.find("alfworld", KEY) is None
     # an excluded entry (it failed earlier in the run) is not found again
-    assert await acme.find("textcraft", GOAL, frozenset({found.id})) is None
+    assert await acme.find("textcraft", KEY, frozenset({found.id})) is None
 
     # a task that started before the entry was made does not see it (resume-safe)
-    assert await DbLibrary(sessions, "acme", "t0", before).find("textcraft", GOAL) is None
+    assert await DbLibrary(sessions, "acme", "t0", before).find("textcraft", KEY) is None
 
     await acme.save(ExperienceReport(used=[found.id]))
     await acme.save(ExperienceReport(failed=[found.id]))
@@ -58,23 +66,23 @@ async def test_learn_use_fail_and_drop(sessions: async_sessionmaker[AsyncSession
     started = utcnow()
     for _ in range(DROP_AFTER - 1):
         await acme.save(ExperienceReport(failed=[found.id]))
-    assert await acme.find("textcraft", GOAL) is None  # dropped
+    assert await acme.find("textcraft", KEY) is None  # dropped
     # a task that started before the drop still finds it; one that started after does not
-    assert await DbLibrary(sessions, "acme", "t", started).find("textcraft", GOAL) is not None
+    assert await DbLibrary(sessions, "acme", "t", started).find("textcraft", KEY) is not None
     async with sessions() as s:
         assert (await library.page(s, "acme")).total == 0
         assert (await library.page(s, "acme", dropped=True)).total == 1
     # the goal's next confirmed solution takes the dropped one's place
     await acme.save(ExperienceReport(learned=[learned(actions=("get 2 oak logs", GOAL))]))
-    again = await acme.find("textcraft", GOAL)
+    again = await acme.find("textcraft", KEY)
     assert again is not None and again.id != found.id and again.actions[0] == "get 2 oak logs"
 
 
 async def test_tenants_never_see_each_other(sessions: async_sessionmaker[AsyncSession]) -> None:
     acme, other = (DbLibrary(sessions, t, "t", None) for t in ("acme", "other"))
     await acme.save(ExperienceReport(learned=[learned()]))
-    entry = await acme.find("textcraft", GOAL)
-    assert entry is not None and await other.find("textcraft", GOAL) is None
+    entry = await acme.find("textcraft", KEY)
+    assert entry is not None and await other.find("textcraft", KEY) is None
     # another tenant's counts and deletes do not reach acme's entry
     await other.save(ExperienceReport(used=[entry.id], failed=[entry.id] * DROP_AFTER))
     async with sessions() as s:
@@ -90,8 +98,9 @@ async def test_tenants_never_see_each_other(sessions: async_sessionmaker[AsyncSe
 
 async def test_export_import_round_trips(sessions: async_sessionmaker[AsyncSession]) -> None:
     acme = DbLibrary(sessions, "acme", "t1", None)
-    await acme.save(ExperienceReport(learned=[learned(), learned("fetch 2 stick", ("get 2 stick",))]))
-    first = await acme.find("textcraft", GOAL)
+    await acme.save(ExperienceReport(learned=[
+        learned(), learned("fetch 2 stick", ("get 2 stick",), key=goal_key("fetch 2 stick"))]))
+    first = await acme.find("textcraft", KEY)
     assert first is not None
     await acme.save(ExperienceReport(used=[first.id, first.id], failed=[first.id]))
     async with sessions() as s:
