@@ -25,8 +25,11 @@ from typing import Any, Protocol, runtime_checkable
 DROP_AFTER = 2
 #: goals longer than this (normalised) are not kept
 MAX_GOAL_CHARS = 1000
-#: solutions with more actions than this are not kept
+#: solutions with more actions than this, or an action longer than this, are not kept
 MAX_ACTIONS = 100
+MAX_ACTION_CHARS = 2000
+#: the largest count an entry keeps (a 32-bit integer column)
+MAX_COUNT = 2**31 - 1
 #: what an exported library is (``format``), its version, and the fields of an entry in it
 EXPORT_FORMAT = "adapt-library"
 EXPORT_VERSION = 1
@@ -231,7 +234,8 @@ class TaskLibrary:
 
 
 __all__ = [
-    "DROP_AFTER", "EXPORT_FIELDS", "EXPORT_FORMAT", "EXPORT_VERSION", "MAX_ACTIONS", "MAX_GOAL_CHARS", "Entry", "ExperienceLibrary",
+    "DROP_AFTER", "EXPORT_FIELDS", "EXPORT_FORMAT", "EXPORT_VERSION", "MAX_ACTIONS",
+    "MAX_ACTION_CHARS", "MAX_COUNT", "MAX_GOAL_CHARS", "Entry", "ExperienceLibrary",
     "ExperienceReport", "KeyedGoals", "Learned", "MemoryLibrary", "Solution", "TaskLibrary",
     "goal_key", "key_of",
 ]

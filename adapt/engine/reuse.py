@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING
 from adapt.engine import claim_checks
 from adapt.engine.executors.base import ExecutionResult
 from adapt.engine.experience import (
+    MAX_ACTION_CHARS,
     MAX_ACTIONS,
     MAX_GOAL_CHARS,
     ExperienceLibrary,
@@ -172,7 +173,9 @@ class Experience:
 
     def _keep(self, node: Node, actions: tuple[str, ...]) -> None:
         key = key_of(self.run.env, node.goal)
-        if not actions or len(actions) > MAX_ACTIONS or len(key) > MAX_GOAL_CHARS:
+        if (not actions or len(actions) > MAX_ACTIONS or len(key) > MAX_GOAL_CHARS
+                or len(node.goal) > MAX_GOAL_CHARS
+                or any(len(a) > MAX_ACTION_CHARS for a in actions)):
             return
         earlier = self.learned.get(key)
         if earlier is not None and len(earlier.actions) >= len(actions):
@@ -180,7 +183,7 @@ class Experience:
         models = self.run.executor_models
         self.learned[key] = Learned(
             environment=self.environment, goal=node.goal, key=key, actions=actions,
-            node_id=node.id, model=models[0].name,
+            node_id=node.id, model=models[0].name[:1000],
             simulated=any(m.simulated for m in models))
 
     async def save(self) -> None:

@@ -15,6 +15,9 @@ from adapt.store import library as store
 from adapt.store.library import EntryPage, Imported
 from adapt.store.text import UNSTORABLE_MESSAGE, find_unstorable
 
+#: keys an imported entry's origin may have (the import adds one, ``imported``)
+MAX_ORIGIN_KEYS = 15
+
 
 class LibraryService:
     """The experience library of ``tenant``, for one request in ``session``."""
@@ -42,6 +45,9 @@ class LibraryService:
         if bad:
             raise InvalidField(bad, UNSTORABLE_MESSAGE)
         for i, entry in enumerate(entries):
+            if len(entry.get("origin") or {}) > MAX_ORIGIN_KEYS:
+                raise InvalidField(f"entries.{i}.origin",
+                                   f"at most {MAX_ORIGIN_KEYS} keys (an import adds 'imported')")
             try:
                 registry.get(str(entry["environment"]))
             except UnknownEnvironment as exc:
@@ -49,4 +55,4 @@ class LibraryService:
         return await store.import_entries(self.session, self.tenant, [dict(e) for e in entries])
 
 
-__all__ = ["LibraryService"]
+__all__ = ["MAX_ORIGIN_KEYS", "LibraryService"]

@@ -9,12 +9,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapt.engine.experience import MAX_ACTIONS, MAX_GOAL_CHARS
+from adapt.engine.experience import MAX_ACTION_CHARS, MAX_ACTIONS, MAX_COUNT, MAX_GOAL_CHARS
 from api.schemas.common import FROM_ROWS, STRICT
 
 #: entries one import may hold (a bigger library is imported in parts)
 MAX_IMPORT_ENTRIES = 2000
-Action = Annotated[str, Field(min_length=1, max_length=2000)]
+Action = Annotated[str, Field(min_length=1, max_length=MAX_ACTION_CHARS)]
 
 
 class LibraryEntryPublic(BaseModel):
@@ -63,8 +63,8 @@ class LibraryEntryData(BaseModel):
     origin: dict[str, Any] | None = Field(default=None, max_length=16)
     model: str | None = Field(default=None, max_length=1000)
     simulated: bool = False
-    uses: int = Field(default=0, ge=0)
-    failures: int = Field(default=0, ge=0)
+    uses: int = Field(default=0, ge=0, le=MAX_COUNT)
+    failures: int = Field(default=0, ge=0, le=MAX_COUNT)
 
 
 class LibraryExport(BaseModel):

@@ -80,6 +80,8 @@ ENTRY: dict[str, Any] = {"environment": "textcraft", "goal": GOAL, "actions": ["
     ({"entries": [{**ENTRY, "actions": ["x" * 2001]}]}, "entries.0.actions.0"),
     ({"entries": [{**ENTRY, "goal": "g" * 1001}]}, "entries.0.goal"),
     ({"entries": [{**ENTRY, "uses": -1}]}, "entries.0.uses"),
+    ({"entries": [{**ENTRY, "failures": 2**31}]}, "entries.0.failures"),
+    ({"entries": [{**ENTRY, "origin": {str(i): i for i in range(16)}}]}, "entries.0.origin"),
     ({"entries": [{**ENTRY, "extra": 1}]}, "entries.0.extra"),
     ({"entries": [{**ENTRY, "goal": "nul \u0000"}]}, "entries.0.goal"),
 ])
