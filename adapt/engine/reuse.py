@@ -27,6 +27,7 @@ started (its whole subtree's). Everything is handed to the library once, when th
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -49,6 +50,8 @@ from adapt.envs.base import env_call, step_async, undoable
 if TYPE_CHECKING:
     from adapt.engine.claim_checks import Watch
     from adapt.engine.runtime import Run
+
+log = logging.getLogger(__name__)
 
 #: what the executor hears after a replay the environment did not confirm
 REPLAY_NOTE = ("A stored solution for this goal was replayed and the environment did not "
@@ -187,9 +190,19 @@ class Experience:
             simulated=any(m.simulated for m in models))
 
     async def save(self) -> None:
+        """Hand what the run learned and how its replays went to the library. The task has
+        ended by now: a library that cannot take it loses this run's experience (logged), and
+        the task's result stands."""
         self.report.learned = list(self.learned.values())
-        if self.report:
+        if not self.report:
+            return
+        try:
             await self.library.save(self.report)
+        except Exception as exc:  # the finished task must not fail for it
+            log.warning("the experience library did not take this task's experience "
+                        "(%d solutions, %d uses, %d failures): %s: %s",
+                        len(self.report.learned), len(self.report.used),
+                        len(self.report.failed), type(exc).__name__, exc)
 
 
 def origin(solution: Solution) -> dict[str, object]:

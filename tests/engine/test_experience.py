@@ -170,3 +170,23 @@ async def test_a_failed_replay_is_rolled_back_where_the_environment_rolls_back()
     assert child(sink).termination == "verified" and stale.failures == 1
     assert "rolled back" in model.requests[1].as_prompt()
     assert env.inventory == {"oak_planks": 4}  # no log left over from the replay
+
+
+class BrokenLibrary:
+    """Finds nothing; cannot save (a database that went away)."""
+
+    async def find(self, environment: str, key: str,
+                   exclude: frozenset[int] = frozenset()) -> None:
+        return None
+
+    async def save(self, report: object) -> None:
+        raise RuntimeError("database down")
+
+
+async def test_a_library_that_cannot_save_leaves_the_result_standing(
+        caplog: Any) -> None:
+    model = ScriptedModel(["think: Task failed.", *SOLVE])
+    result = await run_task(TextCraft(), BEEHIVE, REUSE, model, ScriptedModel([PLAN]),
+                            library=BrokenLibrary())
+    assert result.status == "failed" and model.remaining == 0  # the root is not reached
+    assert "did not take this task's experience (1 solutions" in caplog.text
