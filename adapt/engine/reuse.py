@@ -15,7 +15,8 @@ on), to :meth:`~Experience.replay` a stored solution for the node's goal:
   executor runs as usual. The replayed actions changed the environment: an environment that
   rolls back (``RollsBack``) is returned to the state before the replay; any other keeps the
   changed state, which is the executor's start, and the executor is told so (the
-  environment's salient state after the replay is added to its context).
+  environment's salient state after the replay is added to its context). A replay that ended
+  the episode ends the node (failed, termination ``done``): nothing is left to try.
 
 After a node's executor run the environment confirmed, :meth:`~Experience.learn` keeps the
 node's actions (its replayed ones and the executor's, in order: the goal is checked from the
@@ -116,8 +117,11 @@ class Experience:
                                           steps, claim=None, checked=verdict, done=done), steps)
         self.report.failed.append(solution.id)
         self.failed.add(solution.id)
+        if run.episode_done:  # the replay ended the episode: nothing is left to try
+            return Replay(ExecutionResult(False, None, best, Termination.DONE, len(steps),
+                                          steps, claim=None, checked=verdict, done=True), steps)
         evidence = verdict.evidence or f"verdict {verdict.verdict}"
-        if undo is not None and not run.episode_done:
+        if undo is not None:
             await env_call(env, undo.rollback, undo_mark)
             state = "the environment was rolled back to the state before the replay."
             steps = []
