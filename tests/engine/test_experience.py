@@ -10,8 +10,10 @@ from typing import Any
 from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.engine.experience import DROP_AFTER, Entry, MemoryLibrary
 from adapt.engine.reuse import REPLAY_NOTE
+from adapt.envs.base import StepResult
 from adapt.envs.textcraft import TextCraft
 from adapt.llm.testing import ScriptedModel
+from tests.engine.toy import ToyEnv
 
 BEEHIVE = {"goal": "craft beehive", "commands": [
     "craft 1 beehive using 6 planks, 3 honeycomb",
@@ -190,3 +192,27 @@ async def test_a_library_that_cannot_save_leaves_the_result_standing(
                             library=BrokenLibrary())
     assert result.status == "failed" and model.remaining == 0  # the root is not reached
     assert "did not take this task's experience (1 solutions" in caplog.text
+
+
+class QuitEnv(ToyEnv):
+    """``quit`` ends the episode with no reward."""
+
+    def step(self, action: str) -> StepResult:
+        if action == "quit":
+            self.actions.append(action)
+            return StepResult("Bye.", 0.0, True)
+        return super().step(action)
+
+
+async def test_a_replay_that_ends_the_episode_ends_the_node() -> None:
+    library = MemoryLibrary()
+    entry = Entry(5, "toy", "do the thing", "do the thing", ("quit",), {"task": "t", "node": 1})
+    library.entries[entry.id] = entry
+    sink = MemorySink()
+    result = await run_task(QuitEnv(), {}, RunConfig(d_max=2, reuse={"skills": True}),
+                            ScriptedModel([]), ScriptedModel([]), sink=sink,
+                            library=library.for_task("t2"))
+    root = sink.nodes[1]
+    assert result.status == "failed" and result.usage.llm_calls == 0
+    assert (root.status, root.termination, root.reused) == ("failed", "done", None)
+    assert list(sink.nodes) == [1] and entry.failures == 1
