@@ -1,6 +1,6 @@
 """Dependencies as ``Annotated`` aliases: ``SessionDep``, ``SettingsDep``, ``DispatcherDep``,
-``SessionsDep``, ``TenantDep`` (API-key authentication) and ``TaskServiceDep`` (the service
-facade the task and webhook routes call)."""
+``SessionsDep``, ``TenantDep`` (API-key authentication), ``TaskServiceDep`` (the service
+facade the task and webhook routes call) and ``LibraryServiceDep`` (the experience library's)."""
 
 from __future__ import annotations
 
@@ -19,6 +19,7 @@ from adapt.service import auth
 from adapt.service.dispatch import Dispatcher
 from adapt.service.errors import InvalidField
 from adapt.service.facade import TaskService
+from adapt.service.library import LibraryService
 from adapt.settings import Settings
 from adapt.store.text import UNSTORABLE_MESSAGE, find_unstorable
 from api.problems import ProblemError
@@ -138,6 +139,13 @@ def get_task_service(request: Request, session: SessionDep, tenant: TenantDep,
 
 
 TaskServiceDep = Annotated[TaskService, Depends(get_task_service)]
+
+
+def get_library_service(session: SessionDep, tenant: TenantDep) -> LibraryService:
+    return LibraryService(session, tenant)
+
+
+LibraryServiceDep = Annotated[LibraryService, Depends(get_library_service)]
 
 
 async def check_metrics_access(request: Request, session: SessionDep) -> None:

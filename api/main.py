@@ -30,7 +30,17 @@ from api import docs, openapi, problems, ui
 from api.deps import KeysCache, check_text_inputs
 from api.edge import EdgeMiddleware, HostPolicy
 from api.middleware import BodyLimitMiddleware, CatchAllMiddleware
-from api.routes import approvals, environments, events, health, metrics, tasks, tree, webhooks
+from api.routes import (
+    approvals,
+    environments,
+    events,
+    health,
+    library,
+    metrics,
+    tasks,
+    tree,
+    webhooks,
+)
 from api.sse import StreamOptions, StreamSlots
 
 log = logging.getLogger(__name__)
@@ -132,7 +142,8 @@ def create_app(settings: Settings | None = None, *,
     problems.install(app)
     openapi.install(app, settings)
     docs.install(app)
-    for module in (tasks, approvals, tree, events, environments, health, metrics, webhooks):
+    for module in (tasks, approvals, tree, events, environments, health, metrics, webhooks,
+                   library):
         app.include_router(module.router)
     ui.install(app)
     # outermost last: the edge checks (Host, Origin, form types) run first, then the body

@@ -196,6 +196,24 @@ class PlannerConfig(BaseModel):
         "is read as text). See docs/tools.md.")
 
 
+# -- experience ------------------------------------------------------------------------------
+class ReuseConfig(BaseModel):
+    """What a run reuses from the tenant's experience library (docs/experience.md)."""
+
+    model_config = FROZEN
+
+    skills: bool = Field(
+        default=False,
+        description="Before a task node's executor runs, replay a stored solution of its "
+        "goal in the live environment: a goal the environment confirms ends the node with no "
+        "LLM call (termination 'reused'); otherwise the executor runs as usual and the entry "
+        "is demoted. Needs verification 'env'. Off by default and in profile 'paper'.")
+    plans: bool = Field(
+        default=False,
+        description="Reserved: reuse of stored decompositions is not implemented yet; true "
+        "is accepted and has no effect.")
+
+
 # -- the models a run calls ------------------------------------------------------------------
 class ModelSpecs(BaseModel):
     """The models of a resolved run, as spec strings: the executor's (in cascade order: a
@@ -256,6 +274,10 @@ class RunConfig(BaseModel):
         description="'env': the environment checks every task node's goal (a refuted claim "
         "fails the node, a confirmed goal ends or skips it; see docs/verification.md); 'off': "
         "the executor's claim decides (profile 'paper').")
+    reuse: ReuseConfig = Field(
+        default_factory=ReuseConfig,
+        description="Reuse of verified experience across tasks: 'skills' replays stored "
+        "sub-goal solutions before the executor (see docs/experience.md).")
     grammar: bool = Field(
         default=False,
         description="Constrained decoding: send the environment's grammars (valid actions for "
@@ -325,6 +347,7 @@ __all__ = [
     "Profile",
     "ReactFormat",
     "ResolvedConfig",
+    "ReuseConfig",
     "RunConfig",
     "SelfAssessment",
     "SelfAssessmentField",

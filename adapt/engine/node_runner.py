@@ -22,13 +22,10 @@ from adapt.engine import claim_checks
 from adapt.engine.claim_checks import Watch
 from adapt.engine.executors import make_executor
 from adapt.engine.executors.base import ExecuteOptions, ExecutionResult, Executor
+from adapt.engine.experience import goal_key
 from adapt.engine.runtime import Run
-from adapt.engine.tree import Node, Termination
+from adapt.engine.tree import Node, Step, Termination
 from adapt.envs.base import env_call, undoable
-
-
-def goal_key(goal: str) -> str:
-    return " ".join(goal.lower().split()).rstrip(".")
 
 
 class NodeRunner:
@@ -55,6 +52,9 @@ class NodeRunner:
         extra = options.extra_context if options is not None else None
         context_in = run.context if extra is None else extra
         await run.update(node, status="running", context_in=context_in)
+        if run.experience is not None:
+            run.experience.begin(node)
+        replayed: list[Step] = []  # what a replay that failed left in the environment
         if run.config.verification == "env":
             watch = Watch(node.id, node.goal, claim_checks.mark(run.env))
             self.marks[node.id] = watch.mark
@@ -68,13 +68,37 @@ class NodeRunner:
                 options = replace(options or ExecuteOptions(), extra_context=extra)
                 await run.update(node, context_in="\n".join(x for x in (context_in, note) if x))
             options = replace(options or ExecuteOptions(), watch=watch)
+            reused, replayed, options = await self.replay(node, watch, options)
+            if reused is not None:
+                await self.record(node, reused)
+                return reused
         result = await self.executor.execute(node, task, options)
         run.fold(result.reward, result.done)
         checked = result.checked
         if checked is not None and checked.verdict == "refuted" and checked.evidence:
             self.refuted[goal_key(node.goal)] = checked.evidence
+        if run.experience is not None:
+            run.experience.learn(node, replayed + result.trajectory, result)
         await self.record(node, result)
         return result
+
+    async def replay(self, node: Node, watch: Watch, options: ExecuteOptions
+                     ) -> tuple[ExecutionResult | None, list[Step], ExecuteOptions]:
+        """A stored solution replayed on ``node`` (``reuse.skills``; ``adapt.engine.reuse``):
+        the node's result when the environment confirmed its goal; else ``None``, the steps
+        the replay left on the node, and the options with what the executor is told about
+        it."""
+        experience = self.run.experience
+        if experience is None:
+            return None, [], options
+        replay = await experience.replay(node, watch)
+        if replay.result is not None or replay.note is None:
+            return replay.result, replay.steps, options
+        note = replay.note
+        extra = note if options.extra_context is None else f"{options.extra_context}\n{note}"
+        await self.run.update(node, context_in="\n".join(
+            x for x in (node.context_in, note) if x))
+        return None, replay.steps, replace(options, extra_context=extra)
 
     async def record(self, node: Node, result: ExecutionResult) -> None:
         """The executor run's outcome on ``node``: its claim, the environment's verdict."""
@@ -99,6 +123,8 @@ class NodeRunner:
         models = run.executor_models
         numbers = [0] if start is None else list(range(start, len(models)))
         await run.update(node, status="running")
+        if run.experience is not None:
+            run.experience.begin(node)
         if start in (0, None):  # already satisfied: no attempt at all (a later start had one)
             mark = claim_checks.mark(env) if run.config.verification == "env" else None
             self.marks[node.id] = mark
@@ -140,6 +166,8 @@ class NodeRunner:
         if not check.checkable:
             return ok
         await run.update(node, verdict=check.verdict, evidence=check.evidence or None)
+        if check.verdict == "confirmed" and run.experience is not None:
+            run.experience.learn_decomposed(node)
         return check.verdict == "confirmed"
 
     async def already_done(self, node: Node, mark: object | None) -> ExecutionResult | None:

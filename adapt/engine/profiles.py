@@ -38,7 +38,8 @@ from adapt.envs.base import paper_profile
 
 PROFILES: tuple[str, ...] = get_args(Profile)
 #: what ``paper`` sets for every environment (the papers ran without a decoding monitor)
-PAPER_COMMON: dict[str, dict[str, Any]] = {"monitor": {"enabled": False}}
+PAPER_COMMON: dict[str, dict[str, Any]] = {"monitor": {"enabled": False},
+                                           "reuse": {"skills": False, "plans": False}}
 #: top-level fields ``paper`` sets everywhere (the papers' executors decided by their own
 #: claim); an environment's ``run`` section adds its own (``d_max``, ``react_steps``)
 PAPER_TOP: dict[str, Any] = {"verification": "off"}

@@ -30,7 +30,7 @@ from adapt.engine.profiles import SECTION_KEYS, design, executor_settings, profi
 from adapt.errors import OverLimit
 
 #: the sections of a run config whose unset fields a profile fills
-_SECTIONS = ("executor", "planner", "monitor")
+_SECTIONS = ("executor", "planner", "monitor", "reuse")
 
 
 @dataclass(frozen=True)

@@ -9,7 +9,7 @@ import logging
 import time
 from collections.abc import Awaitable, Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import BaseModel
 
@@ -39,6 +39,10 @@ from adapt.llm.base import (
     scoring_request,
 )
 from adapt.llm.recording import request_fingerprint
+
+if TYPE_CHECKING:
+    from adapt.engine.experience import ExperienceLibrary
+    from adapt.engine.reuse import Experience
 
 log = logging.getLogger(__name__)
 
@@ -90,6 +94,7 @@ class Run:
         price: PriceFn | None = None,
         env_config: BaseModel | Mapping[str, Any] | None = None,
         approvals: ApprovalGate | None = None,
+        library: ExperienceLibrary | None = None,
     ) -> None:
         self.env = env
         #: the config the episode started with (``run_task`` passes the validated model);
@@ -120,6 +125,12 @@ class Run:
         self.approvals = approvals
         #: approval requests made so far, per (node id, kind)
         self._asked: dict[tuple[int, str], int] = {}
+        #: the run's use of the experience library (``run_task(library=...)``); None: none
+        self.experience: Experience | None = None
+        if library is not None:
+            from adapt.engine.reuse import Experience  # (it imports the executors' base)
+
+            self.experience = Experience(self, library)
 
     # -- the episode's state: read here, changed only by the methods below -------------------
     @property
@@ -178,6 +189,8 @@ class Run:
 
     async def add_step(self, node: Node, step: Step) -> None:
         node.steps_count = step.index
+        if self.experience is not None:
+            self.experience.saw(step)
         await self.sink.emit(StepAppended(step=step))
 
     def children(self, node: Node) -> list[Node]:

@@ -13,6 +13,7 @@ from adapt.engine.approvals import ApprovalGate
 from adapt.engine.claim_checks import final_verdict
 from adapt.engine.config import ResolvedConfig, RunConfig
 from adapt.engine.events import EventReceiver, TaskFinished, TreeSink
+from adapt.engine.experience import ExperienceLibrary
 from adapt.engine.resolve import resolve_config
 from adapt.engine.runtime import CancelCheck, PriceFn, Run
 from adapt.engine.strategies import get_strategy
@@ -60,6 +61,7 @@ async def run_task(
     cancel: CancelCheck | None = None,
     price: PriceFn | None = None,
     approvals: ApprovalGate | None = None,
+    library: ExperienceLibrary | None = None,
 ) -> TaskResult:
     """Start an episode of ``env`` with ``env_config`` and run one task; emits events to
     ``sink``.
@@ -80,11 +82,16 @@ async def run_task(
     ``budget_exceeded``, ``cancelled`` or ``error``; nodes still running are closed (failed or
     cancelled) and nodes not yet run are skipped. User errors (unknown strategy, missing
     prompt template) raise before anything runs.
+
+    ``library``: the experience library the run replays stored solutions from
+    (``reuse.skills``) and hands what it learned to when it ends (``adapt.engine.reuse``);
+    ``None``: none (reuse settings then have no effect).
     """
     strategy = get_strategy(config.strategy)
     resolved, env_settings = _resolved(config, env, env_config)
     run = Run(env, resolved, executor_model, planner_model, sink=sink, cancel=cancel,
-              price=price, env_config=env_settings, approvals=approvals)
+              price=price, env_config=env_settings, approvals=approvals,
+              library=library)
     started = time.monotonic()
     observation = await start_episode_async(env, env_settings)
     root_goal = goal or env.goal
@@ -154,6 +161,8 @@ async def run_task(
     )
     await run.sink.emit(TaskFinished(result=result))
     await run.sink.flush()
+    if run.experience is not None:
+        await run.experience.save()
     return result
 
 

@@ -63,6 +63,9 @@ class Termination(StrEnum):
     ANSWERED = "answered"
     #: plan-and-execute's root: it holds the plan and was not executed
     PLANNED = "planned"
+    #: a stored solution from the experience library was replayed and the environment
+    #: confirmed the goal (no LLM call; ``Node.reused`` says where it came from)
+    REUSED = "reused"
 
 
 class UsageTotals(BaseModel):
@@ -158,6 +161,10 @@ class Node(BaseModel):
     #: run does not say: ``d_max reached (depth 3 of 3)``, ``skipped: an earlier OR
     #: alternative succeeded``, ``not run: budget exceeded ...``; None: nothing to explain
     reason: str | None = None
+    #: the node was solved by replaying a stored solution (``reuse.skills``): the library
+    #: entry and where it was learned, ``{"entry": 3, "task": "...", "node": 5,
+    #: "simulated": false}``; None: not reused
+    reused: dict[str, Any] | None = None
 
 
 class Step(BaseModel):

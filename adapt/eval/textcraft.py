@@ -36,6 +36,7 @@ from typing import Any, get_args
 from pydantic import Field, SerializerFunctionWrapHandler, model_serializer
 
 from adapt.engine import MemorySink, RunConfig, run_task
+from adapt.engine.experience import MemoryLibrary
 from adapt.engine.runtime import PriceFn
 from adapt.envs.textcraft import TextCraft, TextCraftConfig
 from adapt.envs.textcraft.task_sets import Task, tasks
@@ -80,6 +81,8 @@ class ExecutorTaskRecord(TaskRecord):
     """A task record that names the executor design it ran with."""
 
     executor: str = DEFAULT_EXECUTOR
+    #: task nodes solved by replaying a library solution (``reuse.skills``)
+    reused_nodes: int = 0
 
 
 class ExecutorBenchEntry(BenchEntry):
@@ -174,12 +177,17 @@ def read_task_ids(path: str | Path, limit: int | None = None) -> list[Task]:
 
 
 # -- running ----------------------------------------------------------------------------------
-async def _run_one(cell: Cell, task: Task, price: PriceFn | None) -> ExecutorTaskRecord:
+async def _run_one(cell: Cell, task: Task, price: PriceFn | None,
+                   libraries: dict[int, MemoryLibrary] | None = None,
+                   learn: bool = True) -> ExecutorTaskRecord:
     env = TextCraft()
     sink = MemorySink()
+    library = (libraries[id(cell)].for_task(task.id, learn=learn) if libraries is not None
+               else None)
     try:
         result = await run_task(env, {**task.config, **cell.env_extra}, cell.config,
-                                cell.model.executors, cell.model.planner, price=price, sink=sink)
+                                cell.model.executors, cell.model.planner, price=price, sink=sink,
+                                library=library)
     finally:
         env.close()
     return ExecutorTaskRecord(
@@ -187,6 +195,7 @@ async def _run_one(cell: Cell, task: Task, price: PriceFn | None) -> ExecutorTas
         profile=cell.profile, model=cell.model.label, d_max=cell.d_max,
         executor=cell.executor, **result_fields(result), **tree_fields(result),
         monitor=result.monitor, **claim_fields(result, sink),
+        reused_nodes=sum(1 for n in sink.nodes.values() if n.reused is not None),
     )
 
 
@@ -207,6 +216,9 @@ async def run_bench_async(
     executor_kind: str | Sequence[str] = DEFAULT_EXECUTOR,
     prompts: str = "default",
     profiles: str | Sequence[str] = "default",
+    library: MemoryLibrary | None = None,
+    learn: bool = False,
+    share_library: bool = False,
 ) -> ExecutorBenchReport:
     """Benchmark ``strategies`` x ``models`` x ``d_max`` x executors on TextCraft tasks.
 
@@ -222,6 +234,10 @@ async def run_bench_async(
     short few-shot prompts for small local models such as ``local:smollm2``). ``profiles``:
     ``default``, ``paper`` or both (``"default,paper"``); each entry and record says which
     (key ``profile``); a profile fills in what ``base_config`` and ``prompts`` leave unset.
+    ``library``: the experience library the runs use (with ``reuse.skills`` on in
+    ``base_config``): each cell starts from its own copy (``share_library``: every cell uses
+    ``library`` itself, e.g. to warm it); ``learn``: the runs add what they learn and count
+    their replays (else the library is frozen: every task sees the same library).
 
     Raises :class:`~adapt.errors.UserError` for unknown strategies, bad d_max values, an
     unknown split or an empty selection, before anything runs.
@@ -239,7 +255,10 @@ async def run_bench_async(
     cells = make_cells(bench_models, profile_names, strategies_as_designs(names), depths, kinds,
                        env=TextCraft, base_config=base_config, settings={"seed": seed},
                        env_extra={} if prompts == "default" else {"prompts": prompts})
-    ran = await run_grid(cells, selected, partial(_run_one, price=price),
+    libraries = (None if library is None else
+                 {id(c): library if share_library else library.copy() for c in cells})
+    ran = await run_grid(cells, selected, partial(_run_one, price=price, libraries=libraries,
+                                                  learn=learn),
                          concurrency=concurrency, on_result=on_result)
     entries = [
         ExecutorBenchEntry(**aggregate(chunk, model=c.model.info(), strategy=c.strategy,

@@ -44,6 +44,7 @@ from adapt.store import traces as trace_store
 from adapt.store import webhooks as webhook_store
 from adapt.store.attempt import AttemptControl
 from adapt.store.journal import recorded_steps
+from adapt.store.library import DbLibrary
 from adapt.store.models import Task
 from adapt.store.sink import DbSink
 
@@ -83,7 +84,16 @@ class Attempt:
             self.env, self.task.environment_config, self.config, self.executors, self.planner,
             goal=self.task.goal, sink=self.sink, cancel=self.cancelled, price=self.ctx.price,
             approvals=self.approvals,
+            library=self.library(),
         )
+
+    def library(self) -> DbLibrary | None:
+        """The tenant's experience library, when the task reuses skills: looked up as of the
+        time the task's first attempt started, so every attempt finds the same entries."""
+        if not self.config.reuse.skills:
+            return None
+        task = self.task
+        return DbLibrary(self.ctx.sessions, task.tenant, task.id, task.started_at)
 
     def close(self) -> None:
         self.env.close()

@@ -176,6 +176,11 @@ def validate_submission(sub: Submission, settings: Settings) -> Validated:
     except OverLimit as exc:
         raise SubmissionInvalid(exc.field, f"{exc.value:g} is over this server's maximum of "
                                 f"{exc.limit:g} (ADAPT_MAX_BUDGET)") from None
+    if resolved.reuse.skills and resolved.verification != "env":
+        raise SubmissionInvalid("reuse.skills", (
+            "skill reuse needs verification 'env' (the environment confirms every replayed "
+            f"solution); this task runs with verification {resolved.verification!r} (profile "
+            f"{resolved.profile!r}); set verification to 'env' or leave reuse.skills off"))
     try:
         config: BaseModel = registry.validate_config(
             sub.environment, env_config if isinstance(env_config, dict)

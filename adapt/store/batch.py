@@ -63,7 +63,7 @@ _NODE_COLS = {
     "self_assessed": "bool", "claim": "bool", "verdict": "text", "evidence": "text",
     "success": "bool", "reward": "float8", "termination": "text", "plan": "jsonb",
     "context_in": "text", "context_out": "text", "steps_count": "int", "usage": "jsonb",
-    "error": "text", "label": "text", "reason": "text",
+    "error": "text", "label": "text", "reason": "text", "reused": "jsonb",
 }
 _STEP_COLS = {"node_id": "int", "index": "int", "kind": "text", "raw": "text", "text": "text",
               "observation": "text", "reward": "float8", "done": "bool", "error": "text",

@@ -197,6 +197,8 @@ class NodeRow(Base):
     usage: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     error: Mapped[str | None] = mapped_column(Text)
     label: Mapped[str | None] = mapped_column(String(255))
+    #: the library entry a reused node replayed, and its origin (``Node.reused``)
+    reused: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     updated_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow, onupdate=utcnow)
 
 
@@ -446,3 +448,35 @@ class ApprovalRow(Base):
     decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
     #: when nobody decided by then, ``approval.on_deadline`` decides (None: no deadline)
     deadline_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
+
+
+class LibraryEntry(Base):
+    """A verified sub-goal solution in a tenant's experience library (``adapt.store.library``):
+    for an environment and a normalised goal, the actions that solved it. Entries are never
+    changed but for their counts; a dropped one (``dropped_at``) is kept so that a task
+    resumed later finds what its first attempt found."""
+
+    __tablename__ = "library_entries"
+    __table_args__ = (
+        Index("ix_library_entries_lookup", "tenant", "environment", "goal_key"),
+        Index("ix_library_entries_tenant_id", "tenant", "id"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    tenant: Mapped[str] = mapped_column(String(128))
+    environment: Mapped[str] = mapped_column(String(128))
+    goal: Mapped[str] = mapped_column(Text)
+    goal_key: Mapped[str] = mapped_column(Text)
+    actions: Mapped[list[str]] = mapped_column(JSONType)
+    #: where it was learned: ``{"task": id, "node": id}``; an imported entry's says so
+    origin: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
+    model: Mapped[str | None] = mapped_column(Text)
+    #: found by a simulated model
+    simulated: Mapped[bool] = mapped_column(Boolean, default=False)
+    uses: Mapped[int] = mapped_column(Integer, default=0)
+    failures: Mapped[int] = mapped_column(Integer, default=0)
+    #: failed replays since the last use; at ``DROP_AFTER`` the entry is dropped
+    failure_streak: Mapped[int] = mapped_column(Integer, default=0)
+    created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    last_used_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    dropped_at: Mapped[datetime | None] = mapped_column(UTCDateTime)

@@ -138,7 +138,8 @@ async def task_nodes(session: AsyncSession, task_id: str) -> Sequence[NodeRow]:
 #: the columns of a tree node (``api.schemas.TreeNode`` without ``children``), in its order
 TREE_COLUMNS = ("id", "parent_id", "position", "kind", "goal", "depth", "logic", "status",
                 "executor_success", "self_assessed", "claim", "verdict", "evidence", "success",
-                "reward", "termination", "steps_count", "usage", "error", "label", "reason")
+                "reward", "termination", "steps_count", "usage", "error", "label", "reason",
+                "reused")
 _USAGE = (("llm_calls", 0), ("prompt_tokens", 0), ("completion_tokens", 0), ("cost_usd", 0.0))
 
 

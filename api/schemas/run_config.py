@@ -49,6 +49,7 @@ from api.schemas.common import STRICT
 Executor = engine_config.ExecutorConfig
 Planner = engine_config.PlannerConfig
 Monitor = engine_config.MonitorConfig
+Reuse = engine_config.ReuseConfig
 Run = engine_config.RunConfig
 
 #: the responses: what a stored config holds beyond the mapped fields is not shown
@@ -118,6 +119,15 @@ class ApprovalConfig(BaseModel):
     on_timeout: TimeoutOutcome = engine(EngineApproval, "on_timeout")
 
 
+class ReuseConfig(BaseModel):
+    """What the task reuses from the tenant's experience library (docs/experience.md)."""
+
+    model_config = _SHOWN
+
+    skills: bool = engine(Reuse, "skills")
+    plans: bool = engine(Reuse, "plans")
+
+
 class Budget(BaseModel):
     """Limits for one task. ``None`` means unlimited.
 
@@ -151,6 +161,7 @@ class RunConfig(BaseModel):
     budget: Budget = Field(default_factory=Budget)
     seed: int | None = engine(Run, "seed")
     verification: VerificationMode = engine(Run, "verification")
+    reuse: ReuseConfig = engine(Run, "reuse", default_factory=ReuseConfig)
     grammar: bool = engine(Run, "grammar")
     approval: ApprovalConfig = engine(Run, "approval", default_factory=ApprovalConfig)
 
@@ -158,7 +169,7 @@ class RunConfig(BaseModel):
 #: the sections of a run config, and the model that shows each
 _SECTIONS: dict[str, type[BaseModel]] = {
     "executor": ExecutorConfig, "planner": PlannerConfig, "monitor": MonitorConfig,
-    "budget": Budget, "approval": ApprovalConfig}
+    "budget": Budget, "approval": ApprovalConfig, "reuse": ReuseConfig}
 
 
 def shown(stored: Mapping[str, Any]) -> dict[str, Any]:
@@ -207,6 +218,10 @@ class ApprovalCreate(ApprovalConfig):
     model_config = STRICT
 
 
+class ReuseCreate(ReuseConfig):
+    model_config = STRICT
+
+
 #: the request's ways to name models: not part of the engine's run config
 _MODEL_FIELDS = {"executor": {"model", "models"}, "planner": {"model"}}
 
@@ -223,7 +238,8 @@ def engine_run_config(request: BaseModel) -> engine_config.RunConfig:
 
 
 __all__ = [
-    "ApprovalConfig", "ApprovalCreate", "Budget", "BudgetCreate", "ExecutorConfig", "ExecutorCreate", "MonitorConfig",
-    "MonitorCreate", "PlannerConfig", "PlannerCreate", "RunConfig", "engine_run_config",
+    "ApprovalConfig", "ApprovalCreate", "Budget", "BudgetCreate", "ExecutorConfig", "ExecutorCreate",
+    "MonitorConfig", "MonitorCreate", "PlannerConfig", "PlannerCreate", "ReuseConfig", "ReuseCreate",
+    "RunConfig", "engine_run_config",
     "shown",
 ]

@@ -7,7 +7,14 @@ from collections.abc import Mapping
 from datetime import datetime
 from typing import Any
 
-from pydantic import BaseModel, Field, computed_field, field_validator
+from pydantic import (
+    BaseModel,
+    Field,
+    SerializerFunctionWrapHandler,
+    computed_field,
+    field_validator,
+    model_serializer,
+)
 
 from adapt.engine import config as engine_config
 from adapt.engine.tree import TaskResult, TaskStatus, UsageTotals
@@ -18,6 +25,7 @@ from api.schemas.run_config import (
     ExecutorCreate,
     MonitorCreate,
     PlannerCreate,
+    ReuseCreate,
     RunConfig,
     engine_run_config,
     shown,
@@ -53,9 +61,20 @@ class TaskCreate(RunConfig):
         default_factory=ApprovalCreate,
         exclude_if=lambda value: not (value.plans or value.actions),
         description=RunConfig.model_fields["approval"].description)
+    reuse: ReuseCreate = Field(default_factory=ReuseCreate,
+                               description=RunConfig.model_fields["reuse"].description)
     webhook: WebhookSubscription | None = Field(
         default=None, description="Send this task's events to a URL, signed the Standard "
         "Webhooks way; the signing secret is in the 202 reply only (webhook.secret).")
+
+    @model_serializer(mode="wrap")
+    def _reuse_only_when_given(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        """A request without ``reuse`` dumps as it did before the field existed (its hash,
+        which an Idempotency-Key compares, stays the same across the upgrade)."""
+        data: dict[str, Any] = handler(self)
+        if "reuse" not in self.model_fields_set:
+            data.pop("reuse", None)
+        return data
 
     def run_config(self) -> engine_config.RunConfig:
         """The engine's run config for this request (only what the user set: the profile

@@ -45,6 +45,13 @@ class NodePublic(BaseModel):
                                "decomposed: d_max reached (depth 3 of 3)', 'skipped: an "
                                "earlier OR alternative succeeded (node 4)', 'not run: budget "
                                "exceeded ...'.")
+    reused: dict[str, Any] | None = Field(
+        default=None, description="The node was solved by replaying a stored solution from "
+        "the experience library (reuse.skills; termination 'reused', no LLM call): the "
+        "library entry ('entry'), where it was learned ('task', 'node'; 'imported' for an "
+        "imported entry) and whether a simulated model found it ('simulated'). null: not "
+        "reused (docs/experience.md).", examples=[{"entry": 3, "task": "t_0a1b", "node": 5,
+                                                  "simulated": False}])
 
 
 class TreeNode(NodePublic):

@@ -38,6 +38,7 @@ SOURCES: dict[type[BaseModel], tuple[list[type[BaseModel]], set[str]]] = {
     mapped.MonitorConfig: ([engine_config.MonitorConfig], set()),
     mapped.Budget: ([EngineBudget], set()),
     mapped.ApprovalConfig: ([EngineApproval], set()),
+    mapped.ReuseConfig: ([engine_config.ReuseConfig], set()),
     mapped.RunConfig: ([RunConfig], {"executor", "planner", "budget"}),
 }
 

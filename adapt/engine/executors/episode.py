@@ -109,6 +109,8 @@ class Episode:
         self.context: str | None = run.context if options.extra_context is None else "\n".join(
             x for x in (run.context, options.extra_context) if x)
         self.steps: list[Step] = []
+        #: steps the node holds already (a replay's before the executor): numbered after them
+        self.first_index = node.steps_count
         self.used = 0
         self.best_reward = 0.0
         #: the environment ended the episode during this run
@@ -122,7 +124,8 @@ class Episode:
 
     def step(self, **fields: object) -> Step:
         """A new step of this node (numbered when it is recorded)."""
-        return Step(node_id=self.node.id, index=len(self.steps) + 1, **fields)
+        return Step(node_id=self.node.id, index=self.first_index + len(self.steps) + 1,
+                    **fields)
 
     def is_failure(self, step: Step) -> bool:
         return (step.error is not None or step.observation == THOUGHT_OK
@@ -168,7 +171,7 @@ class Episode:
         self.bad_streak = self._streak(turn)
         self.used += turn.cost
         for step in turn.steps:
-            step.index = len(self.steps) + 1
+            step.index = self.first_index + len(self.steps) + 1
             self.steps.append(step)
             await self.run.add_step(self.node, step)
         rewards = turn.rewards if turn.rewards is not None else [s.reward for s in turn.steps]

@@ -38,7 +38,7 @@ from adapt.envs.textcraft.game import Game, explicit_game, game_for_goal, game_f
 from adapt.envs.textcraft.grammar import action_grammar, plan_grammar
 from adapt.envs.textcraft.recipes import Recipe, canonical, display
 from adapt.envs.textcraft.tools import TOOLS
-from adapt.envs.textcraft.verify import verify_goal
+from adapt.envs.textcraft.verify import parse_goal_form, verify_goal
 from adapt.envs.tools import ToolActions
 from adapt.envs.verdicts import Verification
 from adapt.errors import InvalidConfig, UserError
@@ -237,6 +237,14 @@ class TextCraft(ToolActions, BaseEnvironment):
         return verify_goal(self._book, goal, inventory=self._inventory, produced=self._produced,
                            produced_at_start=start, root_goal=game.goal_text,
                            solved=self._solved)
+
+    def experience_key(self, goal: str) -> str | None:
+        """The canonical form of a checkable goal, under which the experience library keeps
+        and finds its solutions (``adapt.engine.experience.KeyedGoals``): ``craft beehive``
+        and ``craft 1 beehive using 6 planks, 3 honeycomb`` are both ``gain 1 beehive``,
+        ``fetch 2 sticks`` is ``hold 2 stick``; ``None`` for a goal TextCraft cannot check."""
+        form = parse_goal_form(self._book, goal)
+        return None if form is None else f"{form.mode} {form.count} {form.item}"
 
     # -- constrained decoding (adapt.envs.textcraft.grammar) -----------------------------------
     def decoding_grammar(self, kind: str) -> str | None:

@@ -35,6 +35,7 @@ export const FIELDS = {
   "executor reward": "the best reward the environment gave during this node's own executor run (0 when a decomposed node's executor gave up: its sub-tasks then did the work)",
   termination: "how this node's own executor run ended",
   why: "why the node was not decomposed, or not run",
+  "reused from": "the node was solved by replaying a stored solution from the experience library (no LLM call): the library entry, and the task and node where it was learned",
   kind: "task: an executor runs it; group: a nested AND/OR group of the plan (not run itself)",
   depth: "1 for the root; each decomposition adds 1, up to the task's d_max",
 };
@@ -51,6 +52,7 @@ export const TERMINATION = {
   verified: "the environment confirmed the goal",
   refuted: "the executor claimed success; the environment refuted it",
   repetition: "the executor repeated itself",
+  reused: "a stored solution from the experience library was replayed and the environment confirmed the goal (no LLM call)",
 };
 
 // a short badge text for a node's reason (the full text is its tooltip)

@@ -56,6 +56,7 @@ function outcomeText(node, model) {
   }
   if (node.kind === "group") return `its ${(node.logic || "and").toUpperCase()} combination of sub-tasks`;
   if (node.termination === "verified") return "the environment confirmed its goal";
+  if (node.termination === "reused") return "a replayed library solution; the environment confirmed its goal";
   return "its own executor run";
 }
 
@@ -75,6 +76,19 @@ function notDecomposed(node, task) {
   if (task && task.strategy !== "adapt") return `Not decomposed: the ${task.strategy} strategy does not decompose nodes.`;
   if (node.error) return `Not decomposed: ${node.error}.`;
   return "Not decomposed.";
+}
+
+// Where a reused node's solution came from: the library entry, and the task and node that
+// learned it (a link to that node when the task is known)
+function reusedFrom(reused) {
+  const entry = `library entry ${reused.entry}`;
+  const sim = reused.simulated ? " (found by a simulated model)" : "";
+  if (reused.imported && !reused.task) return el("span", { text: `${entry}, imported${sim}` });
+  if (!reused.task) return el("span", { text: `${entry}${sim}` });
+  const href = `/ui/tasks/${encodeURIComponent(reused.task)}?node=${encodeURIComponent(reused.node)}`;
+  return el("span", {}, `${entry}, learned at `,
+    el("a", { href, class: "reused-origin", text: `task ${reused.task} · node ${reused.node}` }),
+    `${reused.imported ? " (imported)" : ""}${sim}`);
 }
 
 function verdictText(node) {
@@ -264,6 +278,7 @@ export async function renderNodePanel(container, taskId, nodeId, { onClose, sign
       ["outcome", outcomeText(node, model)],
       ["reward reached", reached],
       ...(node.reason ? [["why", node.reason]] : []),
+      ...(node.reused ? [["reused from", reusedFrom(node.reused)]] : []),
       ["kind", node.kind === "group" ? `${node.kind} (${(node.logic || "").toUpperCase()})` : node.kind],
       ["depth", task ? `${node.depth} of d_max ${task.d_max}` : String(node.depth)],
     ]),
