@@ -206,7 +206,13 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
 
     try:
         run = await prepare_attempt(ctx, task_id, attempt)
-        return (await run.run()).status
+        result = await run.run()
+        if run.store.ended_in_replay is not None:  # its end would not be stored: end it here
+            log.warning("task %s: attempt %d ended while replaying what was stored: %s",
+                        task_id, attempt, result.error)
+            return await fail(result.error or f"the run ended ({result.status}) before the "
+                              "point it had reached; it cannot be resumed by replay")
+        return result.status
     except LeaseLost:
         log.warning("task %s: attempt %d lost its lease", task_id, attempt)
         return None

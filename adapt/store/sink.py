@@ -87,6 +87,10 @@ class DbSink(TreeSink):
         self.owner = owner
         self.control = control or AttemptControl(task_id, attempt, owner)
         self.skip = skip
+        #: the run's end when it came before the events stored already: a replay that
+        #: diverged (the environment or the prompts changed since the calls were recorded).
+        #: Not written here (its ordinal is taken); the worker ends the task outside the stream
+        self.ended_in_replay: TaskFinished | None = None
         self.store_prompts = store_prompts
         self.ordinal = 0
         engine: AsyncEngine = sessions.kw["bind"]
@@ -107,6 +111,8 @@ class DbSink(TreeSink):
         if self.ordinal <= self.skip:
             if isinstance(event, NodeCreated | NodeUpdated):  # stored: later events build on it
                 self._nodes[event.node.id] = event.node.model_dump(mode="json")
+            elif isinstance(event, TaskFinished):
+                self.ended_in_replay = event
             return
         self._add(event)
         if isinstance(event, TaskFinished) or len(self._batch.events) >= MAX_BUFFER:

@@ -1,0 +1,77 @@
+"""A resumed attempt whose replay diverges from what was recorded (the environment's
+observations or the prompts changed since, e.g. across an upgrade) ends the task ``error``,
+saying so, instead of leaving it running for the sweeper to try again and again: the engine's
+end then comes before the events stored already, which the database sink does not write
+again. Real SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from datetime import timedelta
+
+import pytest
+from sqlalchemy import delete, func, select, update
+
+from adapt.engine import RunConfig
+from adapt.engine.config import ModelSpecs
+from adapt.engine.resolve import resolve_config
+from adapt.envs.textcraft import TextCraft
+from adapt.service.execute import ServiceContext, execute_task
+from adapt.settings import Settings
+from adapt.store.models import EventRow, LLMCallRow, NodeRow, Task, utcnow
+from tests.service.test_stored_configs import insert
+
+SIM = "sim:textcraft?capability=1"
+
+
+@pytest.fixture
+async def ctx(database_url: str) -> AsyncIterator[ServiceContext]:
+    settings = Settings.model_validate({"ADAPT_DATABASE_URL": database_url,
+                                        "lease_seconds": 30, "heartbeat_seconds": 0.05})
+    c = ServiceContext.create(settings)
+    c.worker_id = "w1"
+    yield c
+    await c.aclose()
+
+
+async def interrupted_mid_run(ctx: ServiceContext, task_id: str) -> int:
+    """The finished task as a worker that died before its end left it (the lease run out),
+    with its first call recorded against another request; the number of calls stored."""
+    async with ctx.sessions.begin() as session:
+        await session.execute(delete(EventRow).where(EventRow.task_id == task_id,
+                                                     EventRow.type == "task.finished"))
+        await session.execute(update(Task).where(Task.id == task_id).values(
+            status="running", finished_at=None, lease_owner=None,
+            lease_expires_at=utcnow() - timedelta(seconds=1)))
+        first = (await session.execute(select(func.min(LLMCallRow.id)).where(
+            LLMCallRow.task_id == task_id))).scalar_one()
+        await session.execute(update(LLMCallRow).where(
+            LLMCallRow.task_id == task_id, LLMCallRow.id == first).values(
+            request_fingerprint="0" * 64))
+        return int((await session.execute(select(func.count()).select_from(LLMCallRow).where(
+            LLMCallRow.task_id == task_id))).scalar_one())
+
+
+async def test_a_resume_whose_replay_diverges_ends_the_task_with_an_error(
+        ctx: ServiceContext) -> None:
+    resolved, _ = resolve_config(RunConfig(d_max=2), TextCraft,
+                                 models=ModelSpecs(executor=(SIM,), planner=SIM))
+    task_id = await insert(ctx, resolved.model_dump(mode="json"), executor_model=SIM,
+                           planner_model=SIM)
+    assert await execute_task(ctx, task_id) in ("succeeded", "failed")
+    calls = await interrupted_mid_run(ctx, task_id)
+
+    assert await execute_task(ctx, task_id) == "error"
+    async with ctx.sessions() as session:
+        task = await session.get(Task, task_id)
+        assert task is not None and task.status == "error" and task.finished_at is not None
+        assert task.error is not None and "replay diverged at call 0" in task.error
+        running = (await session.execute(select(func.count()).select_from(NodeRow).where(
+            NodeRow.task_id == task_id, NodeRow.status == "running"))).scalar_one()
+        assert running == 0
+        assert (await session.execute(select(func.count()).select_from(LLMCallRow).where(
+            LLMCallRow.task_id == task_id))).scalar_one() == calls  # nothing paid again
+        ends = (await session.execute(select(func.count()).select_from(EventRow).where(
+            EventRow.task_id == task_id, EventRow.type == "task.finished"))).scalar_one()
+        assert ends == 1
+    assert await execute_task(ctx, task_id) is None  # finished: nobody takes it again
