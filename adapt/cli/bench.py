@@ -23,7 +23,7 @@ import typer
 from pydantic import ValidationError
 from rich.console import Console
 
-from adapt.cli import bench_reuse
+from adapt.cli import reuse_options
 from adapt.cli.run_options import ActOnly, CascadeMode, Grammar, Verification, run_options
 from adapt.cli.support import err, fail, setup_logging, validation_message
 from adapt.errors import UserError
@@ -277,12 +277,12 @@ def bench_textcraft(
     verification: Verification = None,
     grammar: Grammar = False,
     act_only: ActOnly = False,
-    reuse: bench_reuse.Reuse = False,
-    warm_split: bench_reuse.WarmSplit = None,
-    warm_limit: bench_reuse.WarmLimit = None,
-    library_in: bench_reuse.LibraryIn = None,
-    library_out: bench_reuse.LibraryOut = None,
-    library_learn: bench_reuse.LibraryLearn = False,
+    reuse: reuse_options.Reuse = False,
+    warm_split: reuse_options.WarmSplit = None,
+    warm_limit: reuse_options.WarmLimit = None,
+    library_in: reuse_options.LibraryIn = None,
+    library_out: reuse_options.LibraryOut = None,
+    library_learn: reuse_options.LibraryLearn = False,
     verbose: Verbose = False,
 ) -> None:
     """Benchmark strategies on TextCraft (the paper's tables 4 and 7, figure 4).
@@ -315,7 +315,7 @@ def bench_textcraft(
                 else {"planner": {"max_tokens": planner_max_tokens}}),
              **run_options(verification=verification, grammar=grammar, act_only=act_only,
                            cascade_mode=cascade_mode)})
-        library, base_config = bench_reuse.prepare(
+        library, base_config = reuse_options.prepare(
             base_config, reuse=reuse, warm_split=warm_split, warm_limit=warm_limit,
             library_in=library_in, library_out=library_out, model=bench_models[0],
             d_max=depths[0], concurrency=concurrency, seed=seed, executors=executors,
@@ -345,7 +345,7 @@ def bench_textcraft(
         base_config=base_config, library=library, learn=library_learn), tokens=True)
     print_table(report, Console())
     if library is not None:
-        err.print(bench_reuse.summary(report.results))
+        err.print(reuse_options.summary(report.results))
     if out is not None:
         paths = write_report(report, out)
         if plot:
