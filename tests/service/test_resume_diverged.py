@@ -6,10 +6,8 @@ again. Real SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
-import pytest
 from sqlalchemy import delete, func, select, update
 
 from adapt.engine import RunConfig
@@ -17,21 +15,12 @@ from adapt.engine.config import ModelSpecs
 from adapt.engine.resolve import resolve_config
 from adapt.envs.textcraft import TextCraft
 from adapt.service.execute import ServiceContext, execute_task
-from adapt.settings import Settings
 from adapt.store.models import EventRow, LLMCallRow, NodeRow, Task, utcnow
-from tests.service.test_stored_configs import insert
+from tests.service.test_stored_configs import ctx, insert
+
+__all__ = ["ctx"]  # the worker's context, as the stored-config tests make it (a fixture)
 
 SIM = "sim:textcraft?capability=1"
-
-
-@pytest.fixture
-async def ctx(database_url: str) -> AsyncIterator[ServiceContext]:
-    settings = Settings.model_validate({"ADAPT_DATABASE_URL": database_url,
-                                        "lease_seconds": 30, "heartbeat_seconds": 0.05})
-    c = ServiceContext.create(settings)
-    c.worker_id = "w1"
-    yield c
-    await c.aclose()
 
 
 async def interrupted_mid_run(ctx: ServiceContext, task_id: str) -> int:
