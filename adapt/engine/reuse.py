@@ -45,8 +45,9 @@ from adapt.engine.experience import (
     Solution,
     key_of,
 )
+from adapt.engine.gated import act
 from adapt.engine.tree import Node, Step, Termination
-from adapt.envs.base import env_call, step_async, undoable
+from adapt.envs.base import env_call, undoable
 
 if TYPE_CHECKING:
     from adapt.engine.claim_checks import Watch
@@ -135,7 +136,9 @@ class Experience:
         run, env = self.run, self.run.env
         steps: list[Step] = []
         for action in solution.actions:
-            result = await step_async(env, action)
+            # a replayed action is asked about where the task asks (``approval.actions``), as
+            # the executor's are: a person's gate has no way around it
+            result = await act(run, node, action)
             reward, done = float(result.reward), bool(result.done)
             step = Step(kind="action", node_id=node.id, index=node.steps_count + 1, raw=action,
                         text=action, observation=result.observation, reward=reward, done=done,

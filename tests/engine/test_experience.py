@@ -216,3 +216,29 @@ async def test_a_replay_that_ends_the_episode_ends_the_node() -> None:
     assert result.status == "failed" and result.usage.llm_calls == 0
     assert (root.status, root.termination, root.reused) == ("failed", "done", None)
     assert list(sink.nodes) == [1] and entry.failures == 1
+
+
+async def test_a_replayed_action_is_asked_about_where_the_task_asks() -> None:
+    """``approval.actions`` gates a replay's actions as it gates the executor's: a stored
+    solution is no way around a person's decision."""
+    from adapt.engine.approvals import ApprovalRequest, Decision
+
+    library = MemoryLibrary()
+    await run(library, "first", ["think: Task failed.", *SOLVE])
+    asked: list[ApprovalRequest] = []
+
+    async def gate(request: ApprovalRequest) -> Decision:
+        asked.append(request)
+        return Decision(decision="reject", reason="not now")
+
+    sink = MemorySink()
+    executor = ScriptedModel(["think: Task failed.", "think: Task failed."])
+    config = RunConfig(d_max=2, reuse={"skills": True}, approval={"actions": ["craft"]})
+    await run_task(TextCraft(), BEEHIVE, config, executor, ScriptedModel([PLAN]), sink=sink,
+                   library=library.for_task("second"), approvals=gate)
+    replayed = [s for s in sink.steps[child(sink).id]
+                if (s.extra or {}).get("replay")]
+    assert [s.text for s in replayed] == SOLVE  # sent through the gate, in order
+    assert [r.proposal["action"] for r in asked] == [PLANKS]  # `get` is not asked about
+    assert replayed[1].observation.startswith("A person rejected")
+    assert child(sink).reused is None  # not confirmed: the executor ran
