@@ -26,14 +26,10 @@ from adapt.logsetup import setup_logging
 from adapt.service.retention import purge
 from adapt.store.db import create_engine, session_factory
 from adapt.store.migrate import _sync_url
-from adapt.store.sink import DbSink
 from benchmarks.perfkit import (
-    OWNER,
-    leased_task,
     load_avg,
-    run_textcraft,
     scratch_database,
-    sim_model,
+    stored_tasks,
     table,
 )
 
@@ -42,20 +38,8 @@ TENANTS = ("kept", "purged")
 
 async def _fill(url: str, tasks: int) -> dict[str, int]:
     """Run ``tasks`` tasks per tenant; LLM calls per tenant."""
-    engine = create_engine(url)
-    sessions = session_factory(engine)
-    model = sim_model()
-    calls = dict.fromkeys(TENANTS, 0)
-    try:
-        for i in range(tasks):
-            for t, tenant in enumerate(TENANTS):
-                seed = 2 * i + t
-                task_id, attempt = await leased_task(sessions, seed, tenant=tenant)
-                sink = DbSink(sessions, task_id, attempt, OWNER)
-                calls[tenant] += (await run_textcraft(seed, sink, model)).usage.llm_calls
-    finally:
-        await engine.dispose()
-    return calls
+    return await stored_tasks(url, ((2 * i + t, tenant) for i in range(tasks)
+                                    for t, tenant in enumerate(TENANTS)))
 
 
 async def _purge(url: str) -> tuple[int, int, int, float]:

@@ -40,17 +40,13 @@ from adapt.store import metrics, queries
 from adapt.store.db import create_engine, session_factory
 from adapt.store.migrate import _sync_url
 from adapt.store.models import Base, Task
-from adapt.store.sink import DbSink
 from adapt.store.traces import counter_values
 from benchmarks.perfkit import (
-    OWNER,
     Clock,
     Figure,
-    leased_task,
     load_avg,
-    run_textcraft,
     scratch_database,
-    sim_model,
+    stored_tasks,
     table,
 )
 
@@ -64,18 +60,7 @@ ROUND = 2000
 
 async def _seed(url: str, seeds: int) -> int:
     """``seeds`` simulated tasks of ``TENANT``; their LLM calls."""
-    engine = create_engine(url)
-    sessions = session_factory(engine)
-    model = sim_model()
-    calls = 0
-    try:
-        for seed in range(seeds):
-            task_id, attempt = await leased_task(sessions, seed, tenant=TENANT)
-            sink = DbSink(sessions, task_id, attempt, OWNER)
-            calls += (await run_textcraft(seed, sink, model)).usage.llm_calls
-    finally:
-        await engine.dispose()
-    return calls
+    return (await stored_tasks(url, ((seed, TENANT) for seed in range(seeds))))[TENANT]
 
 
 def _copy_statement(table: str, seed_ids: str) -> str:

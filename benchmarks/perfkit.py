@@ -13,7 +13,7 @@ import os
 import tempfile
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -157,6 +157,27 @@ async def run_textcraft(seed: int, sink: TreeSink | None, model: ChatModel | Non
         return await run_task(env, {"seed": seed}, RunConfig(d_max=4), m, m, sink=sink)
     finally:
         env.close()
+
+
+async def stored_tasks(url: str, runs: Iterable[tuple[int, str]]) -> dict[str, int]:
+    """Run a simulated TextCraft task per ``(seed, tenant)`` of ``runs`` into the database at
+    ``url``, each through a real ``DbSink`` on a claimed row; the LLM calls per tenant."""
+    from adapt.store.db import create_engine, session_factory
+    from adapt.store.sink import DbSink
+
+    engine = create_engine(url)
+    sessions = session_factory(engine)
+    model = sim_model()
+    calls: dict[str, int] = {}
+    try:
+        for seed, tenant in runs:
+            task_id, attempt = await leased_task(sessions, seed, tenant=tenant)
+            sink = DbSink(sessions, task_id, attempt, OWNER)
+            used = (await run_textcraft(seed, sink, model)).usage.llm_calls
+            calls[tenant] = calls.get(tenant, 0) + used
+    finally:
+        await engine.dispose()
+    return calls
 
 
 class Concat(TreeSink):

@@ -20,17 +20,12 @@ from sqlalchemy import create_engine as create_sync_engine
 from sqlalchemy import inspect, text
 
 from adapt.logsetup import setup_logging
-from adapt.store.db import create_engine, session_factory
 from adapt.store.migrate import _sync_url
-from adapt.store.sink import DbSink
 from benchmarks.perfkit import (
-    OWNER,
     Figure,
-    leased_task,
     load_avg,
-    run_textcraft,
     scratch_database,
-    sim_model,
+    stored_tasks,
     table,
 )
 
@@ -40,18 +35,7 @@ SKIP = {"alembic_version", "api_keys", "workers", "webhook_endpoints", "webhook_
 
 
 async def _fill(url: str, tasks: int) -> int:
-    engine = create_engine(url)
-    sessions = session_factory(engine)
-    model = sim_model()
-    calls = 0
-    try:
-        for seed in range(tasks):
-            task_id, attempt = await leased_task(sessions, seed)
-            sink = DbSink(sessions, task_id, attempt, OWNER)
-            calls += (await run_textcraft(seed, sink, model)).usage.llm_calls
-    finally:
-        await engine.dispose()
-    return calls
+    return sum((await stored_tasks(url, ((seed, "bench") for seed in range(tasks)))).values())
 
 
 def _sizes(url: str, *, vacuum: bool) -> dict[str, int]:
