@@ -10,10 +10,8 @@ from typing import Any
 from pydantic import (
     BaseModel,
     Field,
-    SerializerFunctionWrapHandler,
     computed_field,
     field_validator,
-    model_serializer,
 )
 
 from adapt.engine import config as engine_config
@@ -55,26 +53,16 @@ class TaskCreate(RunConfig):
     monitor: MonitorCreate = Field(default_factory=MonitorCreate,
                                    description=RunConfig.model_fields["monitor"].description)
     budget: BudgetCreate = Field(default_factory=BudgetCreate)
-    # left out of the request's dump while it asks nothing, so that a request sent before
-    # approvals existed hashes as it did (an Idempotency-Key retry compares the hash)
+    # (a section left at its defaults is not in what an Idempotency-Key compares: POST /tasks
+    # hashes the fields set that differ from their defaults)
     approval: ApprovalCreate = Field(
         default_factory=ApprovalCreate,
-        exclude_if=lambda value: not (value.plans or value.actions),
         description=RunConfig.model_fields["approval"].description)
     reuse: ReuseCreate = Field(default_factory=ReuseCreate,
                                description=RunConfig.model_fields["reuse"].description)
     webhook: WebhookSubscription | None = Field(
         default=None, description="Send this task's events to a URL, signed the Standard "
         "Webhooks way; the signing secret is in the 202 reply only (webhook.secret).")
-
-    @model_serializer(mode="wrap")
-    def _reuse_only_when_given(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        """A request without ``reuse`` dumps as it did before the field existed (its hash,
-        which an Idempotency-Key compares, stays the same across the upgrade)."""
-        data: dict[str, Any] = handler(self)
-        if "reuse" not in self.model_fields_set:
-            data.pop("reuse", None)
-        return data
 
     def run_config(self) -> engine_config.RunConfig:
         """The engine's run config for this request (only what the user set: the profile
