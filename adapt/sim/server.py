@@ -40,7 +40,7 @@ from collections import Counter, deque
 from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Literal
 
 import uvicorn
 from starlette.applications import Starlette
@@ -454,6 +454,35 @@ def serve(
 
 
 @contextmanager
+def serve_in_thread(app: Any, *, host: str = "127.0.0.1", port: int = 0,
+                    lifespan: Literal["on", "off"] = "off", name: str = "adapt-server"
+                    ) -> Iterator[str]:
+    """Serve the ASGI ``app`` with uvicorn in a daemon thread (``port=0``: a free port);
+    yields ``http://host:port``. The server stops when the block exits."""
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    # accepted connections inherit this; without it keep-alive requests stall ~40 ms each
+    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock.bind((host, port))
+    bound_port = sock.getsockname()[1]
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan=lifespan))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name=name,
+                              daemon=True)
+    thread.start()
+    try:
+        deadline = time.monotonic() + 10.0
+        while not server.started:
+            if not thread.is_alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"{name} did not start")
+            time.sleep(0.005)
+        yield f"http://{host}:{bound_port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10.0)
+        sock.close()
+
+
+@contextmanager
 def background_server(
     app: Starlette | None = None, *, host: str = "127.0.0.1", port: int = 0
 ) -> Iterator[str]:
@@ -462,26 +491,6 @@ def background_server(
     Yields the OpenAI base URL (``http://127.0.0.1:<port>/v1``); ``port=0`` picks a free port.
     The server stops when the block exits.
     """
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    # accepted connections inherit this; without it keep-alive requests stall ~40 ms each
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind((host, port))
-    bound_port = sock.getsockname()[1]
-    config = uvicorn.Config(app or create_app(), log_level="warning", lifespan="off")
-    server = uvicorn.Server(config)
-    thread = threading.Thread(
-        target=server.run, kwargs={"sockets": [sock]}, name="adapt-sim-server", daemon=True
-    )
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10.0
-        while not server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the simulator server did not start")
-            time.sleep(0.005)
-        yield f"http://{host}:{bound_port}/v1"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10.0)
-        sock.close()
+    with serve_in_thread(app or create_app(), host=host, port=port,
+                         name="adapt-sim-server") as url:
+        yield f"{url}/v1"

@@ -9,7 +9,6 @@ import signal
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections import Counter
 from collections.abc import Iterator
@@ -18,7 +17,8 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-import uvicorn
+
+from adapt.sim.server import serve_in_thread
 
 ROOT = Path(__file__).resolve().parents[2]
 #: what the server logs for every change it applies (adapt.envserve.sessions)
@@ -112,22 +112,5 @@ def env_server(name: str, log_path: Path, **options: Any) -> Iterator[EnvServerP
 def serve_app(app: Any) -> Iterator[str]:
     """``app`` (ASGI, its lifespan run) on a free loopback port in a daemon thread; yields its
     URL."""
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="on"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    try:
-        deadline = time.monotonic() + 10.0
-        while not server.started:
-            if not thread.is_alive() or time.monotonic() > deadline:
-                raise RuntimeError("the server did not start")
-            time.sleep(0.005)
-        yield f"http://127.0.0.1:{port}"
-    finally:
-        server.should_exit = True
-        thread.join(timeout=10.0)
-        sock.close()
+    with serve_in_thread(app, lifespan="on", name="the environment server") as url:
+        yield url
