@@ -18,6 +18,7 @@ from adapt.envs.intercode_bash.layers import prepare
 from tests.e2e.test_embedded_serve import Server, free_port, wait_for
 from tests.support.bash_data import DATA, _skip_reason
 from tests.support.httpreceiver import QuietHandler
+from tests.support.openai_http import chat_body
 
 pytestmark = pytest.mark.slow
 
@@ -39,17 +40,7 @@ class ScriptedEndpoint(QuietHandler):
         with ScriptedEndpoint.lock:
             text = REPLIES[min(ScriptedEndpoint.calls, len(REPLIES) - 1)]
             ScriptedEndpoint.calls += 1
-        body = json.dumps({
-            "id": "scripted", "object": "chat.completion", "created": 0, "model": "scripted",
-            "choices": [{"index": 0, "finish_reason": "stop",
-                         "message": {"role": "assistant", "content": text}}],
-            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-        }).encode()
-        self.send_response(200)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
+        self.send_json(chat_body(text, usage=(1, 1), model="scripted"))
 
 
 @pytest.fixture

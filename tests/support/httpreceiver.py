@@ -5,6 +5,7 @@ line of stdout once it listens, and serves until interrupted."""
 from __future__ import annotations
 
 import contextlib
+import json
 import sys
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
@@ -14,6 +15,15 @@ class QuietHandler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *a: object) -> None:
         return
+
+    def send_json(self, data: object, status: int = 200) -> None:
+        """Answer ``data`` as JSON."""
+        body = json.dumps(data).encode()
+        self.send_response(status)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
 
 
 class _Server(ThreadingHTTPServer):

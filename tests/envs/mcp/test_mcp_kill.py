@@ -28,6 +28,7 @@ from tests.support.httpreceiver import QuietHandler
 from tests.support.mcp_servers import HERE, filesystem_spec, require_filesystem_server
 from tests.support.mcpmark_service import runnable_tasks
 from tests.support.mcpmark_solutions import replies
+from tests.support.openai_http import chat_body
 from tests.support.workers import BROKER_URL, Workers, wait_finished
 
 pytest.importorskip("mcp")
@@ -50,17 +51,7 @@ def endpoint_for(reply: Callable[[ChatRequest], str]) -> type[QuietHandler]:
             body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", "0"))))
             prompt = "\n".join(m["content"] for m in body.get("messages", []))
             text = reply(ChatRequest(prompt=prompt or body.get("prompt", "")))
-            data = json.dumps({
-                "id": "s", "object": "chat.completion", "created": 0, "model": "scripted",
-                "choices": [{"index": 0, "finish_reason": "stop",
-                             "message": {"role": "assistant", "content": text}}],
-                "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
-            }).encode()
-            self.send_response(200)
-            self.send_header("Content-Type", "application/json")
-            self.send_header("Content-Length", str(len(data)))
-            self.end_headers()
-            self.wfile.write(data)
+            self.send_json(chat_body(text, usage=(1, 1), model="scripted"))
 
     return Endpoint
 
