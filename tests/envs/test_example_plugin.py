@@ -21,18 +21,13 @@ import pytest
 from adapt.envs import create, describe, get_environment, registry, validate_config
 from adapt.envs.testing import CHECKS, check_environment
 from adapt.errors import InvalidConfig
-from tests.support.pip_install import pip_install
+from tests.support.pip_install import importable, pip_install
 
 pytestmark = pytest.mark.slow
 
 EXAMPLE = Path(__file__).resolve().parents[2] / "examples" / "adapt-env-keys"
 PACKAGE = "adapt_env_keys"
 VALID_ACTIONS = ["look", "inventory", "take brass key", "go to kitchen", "open chest"]
-
-
-def _forget_package() -> None:
-    for name in [m for m in sys.modules if m == PACKAGE or m.startswith(f"{PACKAGE}.")]:
-        del sys.modules[name]
 
 
 @pytest.fixture(scope="module")
@@ -57,14 +52,7 @@ def installed(source: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture
 def on_path(installed: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
     """The installed plug-in importable in this process, as if pip had put it in site-packages."""
-    _forget_package()
-    monkeypatch.syspath_prepend(str(installed))
-    registry.refresh()
-    yield installed
-    monkeypatch.undo()
-    _forget_package()
-    importlib.invalidate_caches()
-    registry.refresh()
+    yield from importable(installed, PACKAGE, monkeypatch)
 
 
 def test_the_entry_point_comes_from_the_installed_dist_info(on_path: Path) -> None:

@@ -9,7 +9,6 @@ page says.
 
 from __future__ import annotations
 
-import importlib
 import json
 import os
 import re
@@ -26,7 +25,7 @@ import pytest
 from adapt.envs import registry
 from adapt.envs.testing import CHECKS, check_environment
 from tests.e2e.test_embedded_serve import Server, free_port, wait_for
-from tests.support.pip_install import pip_install
+from tests.support.pip_install import importable, pip_install
 
 pytestmark = pytest.mark.slow
 
@@ -79,21 +78,9 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return target
 
 
-def _forget_package() -> None:
-    for name in [m for m in sys.modules if m == PACKAGE or m.startswith(f"{PACKAGE}.")]:
-        del sys.modules[name]
-
-
 @pytest.fixture
 def on_path(installed: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
-    _forget_package()
-    monkeypatch.syspath_prepend(str(installed))
-    registry.refresh()
-    yield installed
-    monkeypatch.undo()
-    _forget_package()
-    importlib.invalidate_caches()
-    registry.refresh()
+    yield from importable(installed, PACKAGE, monkeypatch)
 
 
 def _env(installed: Path) -> dict[str, str]:

@@ -12,6 +12,7 @@ import importlib.util
 import re
 import subprocess
 import sys
+from collections.abc import Iterator
 from importlib import metadata
 from pathlib import Path
 
@@ -38,3 +39,25 @@ def pip_install(source: Path, target: Path) -> None:
     if done.returncode != 0:
         pytest.fail(f"pip could not install {source.name} ({' '.join(command)}):\n"
                     f"{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+
+
+def forget_package(package: str) -> None:
+    """Drop ``package`` and its modules from ``sys.modules`` (the next import finds it anew)."""
+    for name in [m for m in sys.modules if m == package or m.startswith(f"{package}.")]:
+        del sys.modules[name]
+
+
+def importable(installed: Path, package: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Path]:
+    """The plug-in ``package`` installed in ``installed`` importable in this process, as if pip
+    had put it in site-packages, with adapt's environment table read again; undone after (a
+    fixture's body: ``yield from importable(...)``)."""
+    from adapt.envs import registry
+
+    forget_package(package)
+    monkeypatch.syspath_prepend(str(installed))
+    registry.refresh()
+    yield installed
+    monkeypatch.undo()
+    forget_package(package)
+    importlib.invalidate_caches()
+    registry.refresh()
