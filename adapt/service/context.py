@@ -224,11 +224,16 @@ async def _beat(ctx: ServiceContext) -> None:
         # only attempts claimed before the renewal started can be judged by its answer: one
         # claimed while it was in flight is missing from it although its lease is fresh
         owned = await renew_all(ctx)
-        for task_id, (attempt, runner) in attempts.items():
+        missing = {task_id: held for task_id, held in attempts.items()
+                   if owned.get(task_id) != held[0]}
+        # an attempt that ended its task since is not renewed either: it is not lost
+        ended = (await task_rows.ended_by(ctx.sessions, ctx.worker_id, list(missing))
+                 if missing else set())
+        for task_id, (attempt, runner) in missing.items():
             slot = ctx.running.get(task_id)
             if slot is None or slot.attempt != attempt or slot.runner is not runner:
                 continue  # finished or restarted meanwhile
-            if owned.get(task_id) != attempt and not runner.done():
+            if task_id not in ended and not runner.done():
                 log.warning("task %s: attempt %d lost its lease; stopping it", task_id, attempt)
                 runner.cancel()
     await registry_store.beat(

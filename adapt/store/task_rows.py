@@ -324,6 +324,17 @@ async def renew_leases(
     return {str(r[0]): int(r[1]) for r in rows}
 
 
+async def ended_by(sessions: async_sessionmaker[AsyncSession], owner: str,
+                   task_ids: Collection[str]) -> set[str]:
+    """Those of ``task_ids`` that ``owner``'s attempt has just ended (a final status, its
+    lease not given up yet): a renewal no longer finds them, yet nobody took them over."""
+    async with sessions() as session:
+        rows = await session.execute(select(Task.id).where(
+            Task.id.in_(list(task_ids)), Task.lease_owner == owner,
+            Task.status.in_(FINAL_STATUSES)))
+        return {str(r[0]) for r in rows}
+
+
 async def finish_with_error(
     sessions: async_sessionmaker[AsyncSession], task_id: str, attempt: int, owner: str,
     message: str, *, also: Also | None = None,
