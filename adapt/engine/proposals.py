@@ -2,8 +2,11 @@
 
 - A plan: ``{"steps": [...], "execution_order": "(Step 1 AND Step 2)", "warnings": [...]}``
   (:func:`plan_proposal`); an edit gives ``steps`` and ``execution_order`` (:func:`edited_plan`).
-- An action: ``{"action": "craft 1 stick using 1 planks", "name": "craft"}`` (and the tool
-  call's ``arguments``); an edit gives ``action``, the text action to send (:func:`edited_action`).
+- An action: ``{"action": "craft 1 stick using 1 planks", "name": "craft"}``; an edit gives
+  ``action``, the text action to send (:func:`edited_action`).
+- A tool call (the tools executor): also its ``arguments`` and the tool's input ``schema``
+  (:func:`action_proposal`); an edit gives new ``arguments`` (and the same ``name``), checked
+  against that schema (:func:`edited_call`), and the call with them is what runs.
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ from typing import Any
 from adapt.engine.approvals import ApprovalKind
 from adapt.engine.planning import logic
 from adapt.engine.tree import Plan
+from adapt.envs.tools import argument_errors
 from adapt.errors import InvalidProposal, LogicSyntaxError
 
 #: the most steps an edited plan may have, and the longest step (or action)
@@ -93,6 +97,48 @@ def edited_action(proposal: Mapping[str, Any]) -> str:
     return action.strip()
 
 
+def action_proposal(action: str, name: str, arguments: Mapping[str, Any] | None = None,
+                    schema: Mapping[str, Any] | None = None) -> dict[str, Any]:
+    """An action as it is shown for approval: its text and name, and for a tool call its
+    ``arguments`` and the tool's input ``schema`` (what an edit of the arguments must fit)."""
+    proposal: dict[str, Any] = {"action": action, "name": name}
+    if arguments is not None:
+        proposal["arguments"] = dict(arguments)
+        if schema is not None:
+            proposal["schema"] = dict(schema)
+    return proposal
+
+
+def edited_call(proposal: Mapping[str, Any], original: Mapping[str, Any]) -> dict[str, Any]:
+    """The tool call of an edit of ``original`` (a tool call's proposal): ``{"name":
+    <the same tool>, "arguments": {...}}``, the arguments checked against the tool's schema
+    (``InvalidProposal`` naming ``arguments.<path>`` otherwise)."""
+    if not isinstance(proposal, Mapping):
+        raise InvalidProposal("", "a tool call is an object with name and arguments")
+    if "action" in proposal:
+        raise InvalidProposal("action", "give the call's arguments or the text action, not "
+                              "both")
+    unknown = sorted(set(proposal) - {"name", "arguments", "schema"})
+    if unknown:
+        raise InvalidProposal(unknown[0], "unknown field of a tool call (it takes name and "
+                              "arguments)")
+    name = original.get("name")
+    if "name" in proposal and proposal["name"] != name:
+        raise InvalidProposal("name", f"an edit changes the arguments of the call of {name!r}, "
+                              "not the tool (reject it, and say which tool to call)")
+    arguments = proposal.get("arguments")
+    if not isinstance(arguments, dict):
+        raise InvalidProposal("arguments", "the arguments are a JSON object")
+    schema = original.get("schema")
+    if isinstance(schema, Mapping):
+        errors = argument_errors(schema, arguments)
+        if errors:
+            path, message = errors[0]
+            raise InvalidProposal("arguments" + (f".{path}" if path else ""),
+                                  f"does not fit the input schema of {name}: {message}")
+    return {"name": name, "arguments": arguments}
+
+
 def rejection_note(kind: ApprovalKind, reason: str | None) -> str:
     """What the model that made a rejected proposal hears before it tries again."""
     what = "plan" if kind == "plan" else "action"
@@ -100,5 +146,5 @@ def rejection_note(kind: ApprovalKind, reason: str | None) -> str:
     return f"A person rejected your previous {what}{why}. Propose a different one."
 
 
-__all__ = ["MAX_PLAN_STEPS", "MAX_STEP_CHARS", "edited_action", "edited_plan",
-           "plan_proposal", "rejection_note"]
+__all__ = ["MAX_PLAN_STEPS", "MAX_STEP_CHARS", "action_proposal", "edited_action",
+           "edited_call", "edited_plan", "plan_proposal", "rejection_note"]

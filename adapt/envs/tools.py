@@ -132,6 +132,26 @@ def validate_arguments(spec: ToolSpec, arguments: Mapping[str, Any]) -> None:
         raise ToolCallError(f"bad arguments for {spec.name}: {problems}")
 
 
+def argument_errors(schema: Mapping[str, Any], arguments: Any) -> list[tuple[str, str]]:
+    """Where ``arguments`` does not fit ``schema``: ``(path, message)`` pairs in a stable
+    order, the path dotted (``"path"``, ``"edits.0.newText"``; ``""``: the arguments as a
+    whole). A missing required property and one the schema does not allow are named by
+    their own path."""
+    validator = _validator(json.dumps(dict(schema), sort_keys=True))
+    found: list[tuple[str, str]] = []
+    for error in validator.iter_errors(arguments):
+        path = [str(p) for p in error.absolute_path]
+        if error.validator == "required" and isinstance(error.instance, dict):
+            missing = [r for r in error.validator_value if r not in error.instance]
+            path += missing[:1]
+        elif error.validator == "additionalProperties" and isinstance(error.instance, dict):
+            allowed = set((error.schema.get("properties") or {}))
+            extra = sorted(k for k in error.instance if k not in allowed)
+            path += extra[:1]
+        found.append((".".join(path), error.message))
+    return sorted(found)
+
+
 def sample_arguments(schema: Mapping[str, Any]) -> Any:
     """Arguments that fit ``schema``: its first ``examples`` entry, else the smallest value of
     each required property (a string ``"x"``, the minimum number, an enum's first value, ...);

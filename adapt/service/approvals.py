@@ -27,7 +27,7 @@ from adapt.engine.approvals import (
     DecisionKind,
 )
 from adapt.engine.events import ApprovalDecidedData, ApprovalRequestedData
-from adapt.engine.proposals import edited_action, edited_plan, plan_proposal
+from adapt.engine.proposals import edited_action, edited_call, edited_plan, plan_proposal
 from adapt.errors import InvalidProposal
 from adapt.service.errors import InvalidField, NotDecidable, NotFound
 from adapt.store import approvals as store
@@ -91,6 +91,8 @@ def _validated(row: ApprovalRow, proposal: Any) -> dict[str, Any]:
     given = proposal if isinstance(proposal, dict) else {}
     try:
         if row.kind == "action":
+            if "arguments" in row.proposal and "arguments" in given:  # a tool call's
+                return edited_call(given, row.proposal)
             return {"action": edited_action(given)}
         shown = plan_proposal(edited_plan(given))
     except InvalidProposal as exc:

@@ -25,7 +25,9 @@ class ApprovalDecision(BaseModel):
                                "hears).")
     proposal: dict[str, Any] | None = Field(
         default=None, description="An edit's changed proposal, validated like the original: "
-        'a plan is {"steps": [...], "execution_order": "(Step 1 AND Step 2)"}.',
+        'a plan is {"steps": [...], "execution_order": "(Step 1 AND Step 2)"}; an action '
+        '{"action": "<one line>"}; a tool call {"name": "<the same tool>", "arguments": '
+        "{...}} (checked against the tool's input schema, the proposal's `schema`).",
         examples=[{"steps": ["fetch 2 stick", "craft 1 wooden pickaxe"],
                    "execution_order": "(Step 1 AND Step 2)"}])
 
@@ -40,7 +42,8 @@ class ApprovalPublic(BaseModel):
     number: int = Field(description="The how-manieth request of this kind at the node (a "
                         "rejected plan is proposed again: 2, 3, ...).")
     proposal: dict[str, Any] = Field(description="What waits: a plan's steps and execution "
-                                     "order.")
+                                     "order, or an action (`action`, `name`; a tool call's "
+                                     "`arguments` and the tool's input `schema`).")
     status: Literal["pending", "approved", "rejected", "edited", "expired"] = Field(
         description="expired: nobody decided before the deadline and the task failed "
         "(approval.on_deadline: fail).")

@@ -143,3 +143,58 @@ async def test_another_tenant_sees_no_approvals(
     assert unknown.status_code == 404
     still = (await client.get(f"/tasks/{task['id']}/approvals", headers=alice)).json()
     assert still["items"][0]["status"] == "pending"
+
+
+async def test_an_edited_tool_call_over_http(
+    client: httpx.AsyncClient, settings: Settings, dispatcher: FakeDispatcher,
+) -> None:
+    """The tools executor asks before each ``craft`` call; an edit of the call's arguments is
+    checked against the tool's input schema (422 naming ``proposal.arguments...``), and the
+    edited call is what the environment runs and what the node's step shows."""
+    body = {"environment": "textcraft", "environment_config": {"seed": 3},
+            "executor": {"kind": "tools", "model": "sim:textcraft?capability=1"},
+            "planner": {"output": "json"}, "d_max": 2, "approval": {"actions": ["craft"]}}
+    task = await create(client, body)
+    assert await work(settings, task["id"]) == "waiting"
+    (item,) = (await client.get(f"/tasks/{task['id']}/approvals")).json()["items"]
+    proposal = item["proposal"]
+    assert item["kind"] == "action" and proposal["name"] == "craft"
+    assert set(proposal) == {"action", "name", "arguments", "schema"}
+    assert proposal["schema"]["properties"]["ingredients"]["type"] == "array"
+    url = f"/tasks/{task['id']}/approvals/{item['id']}"
+    args = proposal["arguments"]
+    for bad, field in [({"arguments": {**args, "count": 0}}, "proposal.arguments.count"),
+                       ({"arguments": {"item": args["item"], "count": 1}},
+                        "proposal.arguments.ingredients"),
+                       ({"arguments": {**args, "ingredients": [{"item": "x"}]}},
+                        "proposal.arguments.ingredients.0.count"),
+                       ({"arguments": {**args, "colour": "red"}}, "proposal.arguments.colour"),
+                       ({"name": "get", "arguments": args}, "proposal.name"),
+                       ({"arguments": "count=2"}, "proposal.arguments")]:
+        r = await client.post(url, json={"decision": "edit", "proposal": bad})
+        assert r.status_code == 422, (bad, r.text)
+        assert [e["field"] for e in r.json()["errors"]] == [field], (bad, r.json())
+    edited = {**args, "count": args["count"] + 1}
+    r = await client.post(url, json={"decision": "edit", "reason": "one more",
+                                     "proposal": {"name": "craft", "arguments": edited}})
+    assert r.status_code == 200, r.text
+    decided = r.json()
+    assert decided["edited"] == {"name": "craft", "arguments": edited}
+    assert decided["changes"] == {"arguments": {"before": args, "after": edited}}
+    node_id = item["node_id"]
+
+    status = await work(settings, task["id"])
+    while status == "waiting":  # the later crafts are approved as they are
+        for later in (await client.get(f"/tasks/{task['id']}/approvals",
+                                        params={"status": "pending"})).json()["items"]:
+            assert (await client.post(f"/tasks/{task['id']}/approvals/{later['id']}",
+                                      json={"decision": "approve"})).status_code == 200
+        status = await work(settings, task["id"])
+    assert status in ("succeeded", "failed")
+    node = (await client.get(f"/tasks/{task['id']}/nodes/{node_id}")).json()
+    (step,) = [s for s in node["steps"] if (s["extra"] or {}).get("approval")]
+    using = ", ".join(f"{i['count']} {i['item']}" for i in edited["ingredients"])
+    assert step["text"] == f"craft {edited['count']} {edited['item']} using {using}"
+    assert step["text"] != proposal["action"]
+    assert step["extra"]["tool"]["arguments"] == edited
+    assert step["extra"]["approval"]["proposed"]["arguments"] == args

@@ -11,10 +11,11 @@ import pytest
 from adapt.engine import MemorySink, RunConfig, run_task
 from adapt.engine.approvals import ApprovalConfig, ApprovalRequest, Decision
 from adapt.engine.gated import action_name, needs_approval
-from adapt.engine.proposals import edited_plan
+from adapt.engine.proposals import edited_call, edited_plan
 from adapt.envs.textcraft import TextCraft
 from adapt.envs.tools import ToolSpec
 from adapt.errors import AwaitingApproval, InvalidProposal
+from adapt.llm.testing import ScriptedModel, tool_call
 from adapt.sim import from_spec
 
 SIM = "sim:textcraft?capability=1"
@@ -145,3 +146,76 @@ def test_which_actions_wait_for_a_person() -> None:
     text_env = SimpleNamespace(config=SimpleNamespace(
         approval=ApprovalConfig(actions=["destructive"])), env=object())
     assert not needs_approval(text_env, "craft"), "a text environment declares no tool"
+
+
+async def test_an_edited_tool_call_runs_with_the_edited_arguments() -> None:
+    """The tools executor: a person fixes the arguments of a ``craft`` call; the environment
+    takes the edited call, the step shows it (and keeps the model's), and the model reads the
+    edited arguments with the result."""
+    asked: list[ApprovalRequest] = []
+    fixed = {"item": "oak planks", "count": 4, "ingredients": [{"item": "oak logs", "count": 1}]}
+
+    async def gate(request: ApprovalRequest) -> Decision:
+        asked.append(request)
+        return Decision(decision="edit", proposal={"name": "craft", "arguments": fixed})
+
+    wrong = {"item": "oak planks", "count": 4, "ingredients": [{"item": "oak logs", "count": 2}]}
+    model = ScriptedModel([tool_call("get", {"item": "oak logs", "count": 1}),
+                           tool_call("craft", wrong)])
+    sink = MemorySink()
+    config = RunConfig(strategy="react", d_max=1, executor={"kind": "tools"},
+                       approval={"actions": ["craft"]})
+    result = await run_task(TextCraft(), {"goal": "craft oak planks"}, config, model,
+                            sink=sink, approvals=gate)
+    (request,) = asked
+    assert request.proposal["name"] == "craft" and request.proposal["arguments"] == wrong
+    assert request.proposal["action"] == "craft 4 oak planks using 2 oak logs"
+    assert request.proposal["schema"]["required"] == ["item", "count", "ingredients"]
+    assert result.status == "succeeded", "the edited call crafted the planks"
+    step = sink.steps[1][1]
+    assert step.text == "craft 4 oak planks using 1 oak logs"
+    assert step.observation == "Crafted 4 minecraft:oak_planks"
+    assert step.extra is not None and step.extra["tool"]["arguments"] == fixed
+    assert step.extra["approval"]["proposed"]["arguments"] == wrong
+
+
+async def test_an_edited_tool_call_is_heard_by_the_model() -> None:
+    fixed = {"item": "oak logs", "count": 2}
+
+    async def gate(request: ApprovalRequest) -> Decision:
+        return Decision(decision="edit", proposal={"arguments": fixed})
+
+    model = ScriptedModel([tool_call("get", {"item": "oak logs", "count": 1}),
+                           tool_call("task_failed", {"reason": "enough"})])
+    config = RunConfig(strategy="react", d_max=1, executor={"kind": "tools"},
+                       approval={"actions": ["get"]})
+    sink = MemorySink()
+    await run_task(TextCraft(), {"goal": "craft oak planks"}, config, model, sink=sink,
+                   approvals=gate)
+    assert sink.steps[1][0].observation == "Got 2 oak logs"
+    told = (model.requests[1].messages or [])[-1]
+    assert told.role == "tool" and told.content == (
+        '(A person changed the arguments of this call to {"item": "oak logs", "count": 2}.)\n'
+        "Got 2 oak logs")
+
+
+def test_an_edited_tool_call_is_checked_against_the_tools_schema() -> None:
+    schema = dict(TextCraft.action_tools[1].spec.parameters)
+    original = {"action": "craft ...", "name": "craft", "schema": schema,
+                "arguments": {"item": "a", "count": 1, "ingredients": [{"item": "b",
+                                                                        "count": 1}]}}
+    good = {"item": "stick", "count": 4, "ingredients": [{"item": "planks", "count": 2}]}
+    assert edited_call({"name": "craft", "arguments": good}, original) == {
+        "name": "craft", "arguments": good}
+    for bad, field in [({"arguments": {**good, "count": 0}}, "arguments.count"),
+                       ({"arguments": {"item": "stick", "count": 1}}, "arguments.ingredients"),
+                       ({"arguments": {**good, "colour": "red"}}, "arguments.colour"),
+                       ({"arguments": {**good, "ingredients": [{"item": "x"}]}},
+                        "arguments.ingredients.0.count"),
+                       ({"arguments": [1]}, "arguments"),
+                       ({"name": "get", "arguments": good}, "name"),
+                       ({"arguments": good, "action": "get 1 stick"}, "action"),
+                       ({"arguments": good, "why": 1}, "why")]:
+        with pytest.raises(InvalidProposal) as exc:
+            edited_call(bad, original)
+        assert exc.value.field == field, (bad, exc.value.field, str(exc.value))

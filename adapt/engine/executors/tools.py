@@ -7,7 +7,9 @@ task observation and the propagated context). The model answers with tool calls;
 turned into the environment's text action (``tool_action``), taken with the episode's step,
 and its result goes back to the model as a ``tool`` message. Every call is one step of the
 node: ``text`` is the text action, ``observation`` the result, ``extra["tool"]`` the call (its
-``id``, ``name`` and ``arguments``) and ``raw`` what the model wrote.
+``id``, ``name`` and ``arguments``) and ``raw`` what the model wrote. A call a person edited
+before it ran (``approval.actions``) shows the edited call, and keeps the model's in
+``extra["approval"]["proposed"]``; the model reads the edited arguments with the result.
 
 ADaPT's self-assessment is two built-in tools: ``task_completed`` (the model says it achieved
 the goal) and ``task_failed`` (it cannot); the environment's verdict still decides
@@ -31,7 +33,7 @@ from typing import Any, ClassVar
 from adapt.engine.config import ExecutorConfig, SelfAssessmentField, config_as
 from adapt.engine.executors.base import THOUGHT_OK
 from adapt.engine.executors.episode import Episode, EpisodeExecutor, Turn
-from adapt.engine.gated import act
+from adapt.engine.gated import act_call
 from adapt.engine.runtime import Run
 from adapt.engine.tree import Step
 from adapt.envs.base import package_text
@@ -72,6 +74,14 @@ def _prompt(name: str) -> str:
     if text is None:  # pragma: no cover - package data shipped with adapt
         raise FileNotFoundError(f"adapt.engine.executors lacks prompts/{name}.txt (reinstall)")
     return text
+
+
+def _told(step: Step) -> str:
+    """The result of a call as the model reads it: a call a person edited says so first."""
+    if not step.extra or "approval" not in step.extra:
+        return step.observation
+    arguments = json.dumps(step.extra["tool"]["arguments"], ensure_ascii=False)
+    return f"(A person changed the arguments of this call to {arguments}.)\n{step.observation}"
 
 
 class ToolsConfig(ExecutorConfig):
@@ -139,7 +149,7 @@ class ToolsExecutor(EpisodeExecutor):
             for i, call in enumerate(calls):
                 step, declared = await self.take(episode, call,
                                                  response.text if i == 0 else "")
-                messages.append(Message(role="tool", content=step.observation,
+                messages.append(Message(role="tool", content=_told(step),
                                         tool_call_id=call.id))
                 # one LLM call is one unit of the budget, however many tools it called
                 yield Turn([step], declared=declared, cost=1 if i == 0 else 0,
@@ -172,10 +182,17 @@ class ToolsExecutor(EpisodeExecutor):
         if error is not None:
             return episode.step(kind="action", raw=raw, text="", observation=f"Error: {error}",
                                 error=error, extra=extra), None
-        result = await act(self.run, episode.node, action, tool=call.name,
-                           arguments=arguments if isinstance(arguments, dict) else None)
-        return episode.step(kind="action", raw=raw, text=action, observation=result.observation,
-                            reward=float(result.reward), done=result.done, extra=extra), None
+        sent = await act_call(self.run, episode.node, action, tool=call.name,
+                              arguments=arguments if isinstance(arguments, dict) else None)
+        if sent.edited:  # the step shows the call that ran, and keeps the model's
+            extra["approval"] = {"decision": "edit",
+                                 "proposed": {"name": call.name, "arguments": arguments,
+                                              "action": action}}
+            extra["tool"] = {**extra["tool"], "arguments": sent.arguments}
+        result = sent.result
+        return episode.step(kind="action", raw=raw, text=sent.action,
+                            observation=result.observation, reward=float(result.reward),
+                            done=result.done, extra=extra), None
 
 
 __all__ = ["ASSESSMENT", "COMPLETED", "FAILED", "ToolsExecutor"]
