@@ -5,16 +5,18 @@ replays without paying for them.
 
 The document::
 
-    {"format": "adapt.task-archive", "schema_version": 1, "adapt_version": "0.1.0",
+    {"format": "adapt.task-archive", "schema_version": 2, "adapt_version": "0.1.0",
      "exported_at": "...", "task": {...}, "nodes": [...], "steps": [...], "calls": [...],
-     "prompt_blocks": [...], "events": [...]}
+     "prompt_blocks": [...], "events": [...], "approvals": [...]}
 
 ``task`` is the task row (without its tenant, idempotency key and lease); the sections are the
 rows of the task's nodes, steps, LLM calls (with the request fingerprint and response replay
 needs), events (as stored: an event names the step or call rows it is about) and the prompt
 blocks of the calls' chains: a call's prompt is the text of the blocks from its ``prompt_ref``
 up through each block's ``parent``, read in reverse (``adapt.store.prompts``; the node detail
-of the importing deployment shows it whole).
+of the importing deployment shows it whole), and the task's approval requests with their
+decisions and audit (who decided, when, what changed; schema version 2: a version 1 archive,
+which has none, is read too).
 
 An import checks the document before anything is stored, and refuses it with a 422 naming the
 field: the format and ``schema_version`` first, then every row against its table's columns, a
@@ -44,8 +46,10 @@ from adapt.store.text import UNSTORABLE_MESSAGE, find_unstorable
 from adapt.version import __version__
 
 FORMAT = "adapt.task-archive"
-#: the archive layout this release writes and reads; a change to it is a new number
-SCHEMA_VERSION = 1
+#: the archive layout this release writes; a change to it is a new number (2: ``approvals``)
+SCHEMA_VERSION = 2
+#: the layouts this release reads (1 has no ``approvals``)
+READS = frozenset({1, 2})
 
 
 # -- the document's shape, from the tables ----------------------------------------------------
@@ -83,7 +87,8 @@ def archive_model() -> type[BaseModel]:
     sections: dict[str, Any] = {}
     for section in rows.SECTIONS:
         row: Any = _row_model(f"Archive_{section}", rows.section_columns(section))
-        sections[section] = (list[row], ...)
+        sections[section] = ((list[row], Field(default_factory=list)) if section == "approvals"
+                             else (list[row], ...))
     model: type[BaseModel] = create_model(
         "TaskArchive", __config__=ConfigDict(extra="forbid"),
         format=(str, ...), schema_version=(int, ...), adapt_version=(str | None, None),
@@ -117,9 +122,10 @@ def check(document: Any) -> dict[str, Any]:
     if document.get("format") != FORMAT:
         raise InvalidField("format", f"not a task archive: expected {FORMAT!r}")
     version = document.get("schema_version")
-    if version != SCHEMA_VERSION:
+    if type(version) is not int or version not in READS:
         raise InvalidField("schema_version", f"this release reads archives of schema version "
-                           f"{SCHEMA_VERSION}, not {version!r}; import it with the release "
+                           f"{' or '.join(map(str, sorted(READS)))}, not {version!r}; import "
+                           "it with the release "
                            "that exported it, or export it again from a release that writes "
                            f"version {SCHEMA_VERSION}")
     bad = find_unstorable(document, "")
@@ -162,6 +168,11 @@ def _check_references(doc: dict[str, Any]) -> None:
         for i, item in enumerate(doc[section]):
             if item["node_id"] is not None and item["node_id"] not in nodes:
                 raise InvalidField(f"{section}[{i}].node_id", "names no node of the archive")
+    _unique("approvals", doc["approvals"], ("id",))
+    _unique("approvals", doc["approvals"], ("node_id", "kind", "number"))
+    for i, item in enumerate(doc["approvals"]):
+        if item["node_id"] not in nodes:
+            raise InvalidField(f"approvals[{i}].node_id", "names no node of the archive")
     seqs = [e["seq"] for e in doc["events"]]
     if sorted(seqs) != list(range(1, len(seqs) + 1)) or task["last_seq"] != len(seqs):
         raise InvalidField("events", f"sequence numbers must be 1..{task['last_seq']} "

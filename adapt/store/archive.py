@@ -1,12 +1,15 @@
 """A task's rows as plain data and back: what an archive holds (``adapt.service.archive`` makes
 the document and checks one before it is loaded).
 
-An export reads the task row, its nodes, steps, LLM calls, events, and the prompt blocks of its
-calls' chains (parents first), each row as a dict of its columns (times as ISO 8601). An import
-inserts them under a new task id and the importer's tenant, in one transaction: blocks already
-stored are left as they are (a block is addressed by its content), the rest go in before the
-calls that name them.
+An export reads the task row, its nodes, steps, LLM calls, events, approval requests with their
+decisions, and the prompt blocks of its calls' chains (parents first), each row as a dict of
+its columns (times as ISO 8601). An import inserts them under a new task id and the importer's
+tenant, in one transaction: blocks already stored are left as they are (a block is addressed by
+its content), the rest go in before the calls that name them; each approval gets a new id (ids
+are unique across tasks), and the events that name it name the new one.
 """
+
+import uuid
 
 from __future__ import annotations
 
@@ -19,7 +22,15 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from adapt.store.models import EventRow, LLMCallRow, NodeRow, PromptBlock, StepRow, Task
+from adapt.store.models import (
+    ApprovalRow,
+    EventRow,
+    LLMCallRow,
+    NodeRow,
+    PromptBlock,
+    StepRow,
+    Task,
+)
 from adapt.store.prompts import chain_blocks
 
 #: task columns an archive leaves out: whose the task is, a worker's lease on it, and whether
@@ -33,8 +44,12 @@ SECTIONS: dict[str, Table] = {
     "calls": LLMCallRow.__table__,  # type: ignore[dict-item]
     "prompt_blocks": PromptBlock.__table__,  # type: ignore[dict-item]
     "events": EventRow.__table__,  # type: ignore[dict-item]
+    "approvals": ApprovalRow.__table__,  # type: ignore[dict-item]
 }
-_ORDER = {"nodes": ("id",), "steps": ("node_id", "index"), "calls": ("id",), "events": ("seq",)}
+_ORDER = {"nodes": ("id",), "steps": ("node_id", "index"), "calls": ("id",), "events": ("seq",),
+          "approvals": ("requested_at", "node_id", "kind", "number")}
+#: the events that name an approval (``approval_id`` in their data)
+APPROVAL_EVENTS = frozenset({"approval.requested", "approval.decided"})
 TASK_TABLE: Table = Task.__table__  # type: ignore[assignment]
 
 
@@ -113,8 +128,27 @@ async def insert_task(session: AsyncSession, task_id: str, tenant: str,
             SECTIONS["prompt_blocks"]).on_conflict_do_nothing(index_elements=["hash"])
         # parents first: the foreign key checks each row's parent as it goes in
         await session.execute(block_insert, parents_first(blocks))
-    for section in ("nodes", "steps", "calls", "events"):
-        rows = [{**r, "task_id": task_id} for r in document[section]]
+    approvals = document.get("approvals") or []
+    renamed = {str(r["id"]): uuid.uuid4().hex for r in approvals}
+    events = [_renamed_event(e, renamed) for e in document["events"]]
+    sections = {**document, "events": events, "approvals": [
+        # nothing of a finished task waits: a pending request keeps no deadline
+        {**r, "id": renamed[str(r["id"])],
+         "deadline_at": r.get("deadline_at") if r.get("status") != "pending" else None}
+        for r in approvals]}
+    for section in ("nodes", "steps", "calls", "events", "approvals"):
+        rows = [{**r, "task_id": task_id} for r in sections[section]]
         if rows:
             await session.execute(insert(SECTIONS[section]), rows)
+
+
+def _renamed_event(event: Mapping[str, Any], renamed: Mapping[str, str]) -> dict[str, Any]:
+    """``event`` naming the imported approvals by their new ids."""
+    payload = event.get("payload")
+    if event.get("type") not in APPROVAL_EVENTS or not isinstance(payload, Mapping):
+        return dict(event)
+    old = payload.get("approval_id")
+    if not isinstance(old, str) or old not in renamed:
+        return dict(event)
+    return {**event, "payload": {**payload, "approval_id": renamed[old]}}
 

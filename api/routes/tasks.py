@@ -256,7 +256,8 @@ async def delete_task(task_id: str, service: TaskServiceDep) -> Response:
     description=(
         "A finished task with everything stored of it: the task, its nodes, steps, LLM calls "
         "(with the request fingerprints and responses replay needs, and their prompts as "
-        "content-addressed blocks), events, and `schema_version`. `POST /tasks/import` loads "
+        "content-addressed blocks), events, approval requests with their decisions, and "
+        "`schema_version`. `POST /tasks/import` loads "
         "it into this or another deployment. A queued or running task is **409** "
         "(`task-active`)."
     ),

@@ -35,7 +35,7 @@ async def test_export_then_import_as_another_tenant(client: httpx.AsyncClient,
     assert got.status_code == 200, got.text
     assert got.headers["content-disposition"] == f'attachment; filename="task-{task["id"]}.json"'
     archive = got.json()
-    assert archive["schema_version"] == 1 and archive["task"]["id"] == task["id"]
+    assert archive["schema_version"] == 2 and archive["task"]["id"] == task["id"]
     assert (await client.get(f"/tasks/{task['id']}/export", headers=bob)).status_code == 404
 
     loaded = await client.post("/tasks/import", json=archive, headers=bob)

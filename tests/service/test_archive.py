@@ -22,6 +22,7 @@ from adapt.llm.recording import RecordedCall, Recording, ReplayModel
 from adapt.service.archive import SCHEMA_VERSION, check, export_task, import_task
 from adapt.service.errors import InvalidField
 from adapt.service.execute import execute_task
+from adapt.store import approvals as approval_store
 from adapt.store import task_rows
 from adapt.store.db import create_engine, session_factory
 from adapt.store.models import Task
@@ -155,3 +156,96 @@ async def test_values_a_column_cannot_hold_are_refused_not_sent_to_the_database(
         doc = copy.deepcopy(good)
         edit(doc)
         assert refused(doc).field == field
+
+
+async def decided_task(database_url: str) -> tuple[str, dict[str, Any]]:
+    """A task whose plans waited for decisions (one rejected with a reason, the rest approved),
+    finished, and its archive (through JSON)."""
+    from tests.service.test_approvals import decide, pending
+
+    ctx = make_ctx(database_url, "w1")
+    await ctx.aclose()
+    task_id = await insert_task(ctx.sessions, config={"seed": 11}, tenant="exporter",
+                                run_config=RunConfig(d_max=4, approval={"plans": True}))
+    decisions = 0
+    while True:
+        ctx = make_ctx(database_url, f"w{decisions}")
+        try:
+            status = await execute_task(ctx, task_id)
+            if status != "waiting":
+                break
+            (row,) = await pending(ctx, task_id)
+            if decisions == 0:
+                await decide(ctx, task_id, row, "reject", reason="plan it again")
+            else:
+                await decide(ctx, task_id, row, "approve")
+            decisions += 1
+        finally:
+            await ctx.aclose()
+    assert status in ("succeeded", "failed") and decisions >= 2
+    async with ctx.sessions() as session:
+        task = await session.get(Task, task_id)
+        assert task is not None
+        document = await export_task(session, task)
+    return task_id, orjson.loads(orjson.dumps(document))
+
+
+AUDIT = ("node_id", "kind", "number", "proposal", "status", "reason", "edited", "changes",
+         "decided_by", "decided_tenant", "requested_at", "decided_at")
+
+
+async def test_an_archive_carries_the_approvals_and_their_audit(
+        database_url: str, other_url: str) -> None:
+    task_id, document = await decided_task(database_url)
+    approvals = document["approvals"]
+    assert [a["status"] for a in approvals][:2] == ["rejected", "approved"]
+    assert approvals[0]["reason"] == "plan it again" and approvals[0]["decided_by"] == "key-1"
+    assert approvals[0]["changes"] == {"reason": "plan it again"}
+    assert all(a["decided_at"] and a["decided_tenant"] == "default" for a in approvals)
+    engine = create_engine(other_url)
+    sessions = session_factory(engine)
+    try:
+        async with sessions() as session:
+            task = await import_task(session, document, "importer")
+        async with sessions() as session:
+            rows_in = list(await approval_store.for_task(session, task.id))
+        assert [{k: getattr(r, k) for k in AUDIT} for r in rows_in] == [
+            {k: v for k, v in checked(a).items() if k in AUDIT} for a in approvals]
+        old_ids = {a["id"] for a in approvals}
+        new_ids = [r.id for r in rows_in]
+        assert not old_ids & set(new_ids), "an imported approval has an id of its own"
+        # the events name the imported approvals
+        named = [ev.data["approval_id"] for ev in await events(sessions, task.id)
+                 if ev.type in ("approval.requested", "approval.decided")]
+        assert named and set(named) == set(new_ids)
+        # a second import into the same deployment is a second task with its own approvals
+        async with sessions() as session:
+            again = await import_task(session, document, "importer")
+            assert len(await approval_store.for_task(session, again.id)) == len(approvals)
+        # an archive of version 1 (no approvals) still loads
+        old = {k: v for k, v in copy.deepcopy(document).items() if k != "approvals"}
+        old["schema_version"] = 1
+        async with sessions() as session:
+            v1 = await import_task(session, old, "importer")
+            assert list(await approval_store.for_task(session, v1.id)) == []
+    finally:
+        await engine.dispose()
+    for edit, field in ((lambda d: d["approvals"][0].update(node_id=999),
+                         "approvals[0].node_id"),
+                        (lambda d: d["approvals"][1].update(id=d["approvals"][0]["id"]),
+                         "approvals[1].id"),
+                        (lambda d: d["approvals"][0].update(status=None),
+                         "approvals[0].status"),
+                        (lambda d: d["approvals"][0].update(colour="red"),
+                         "approvals[0].colour")):
+        doc = copy.deepcopy(document)
+        edit(doc)
+        assert refused(doc).field == field, field
+
+
+def checked(row: dict[str, Any]) -> dict[str, Any]:
+    """An archive's approval row with Python values (times parsed)."""
+    from datetime import datetime
+
+    return {k: datetime.fromisoformat(v) if k.endswith("_at") and isinstance(v, str) else v
+            for k, v in row.items()}
