@@ -218,11 +218,17 @@ async def wait(session: AsyncSession, task_id: str, attempt: int, owner: str,
                requested: ApprovalRequestedData) -> bool:
     """Let the task wait for a decision, in the caller's transaction: status ``waiting``, the
     lease handed back (no worker holds it), an ``approval.requested`` event; only if
-    ``attempt`` of ``owner`` still holds the lease (False otherwise)."""
+    ``attempt`` of ``owner`` still holds the lease (False otherwise). The task's
+    ``resolved_goal``, written when a task finishes, is the root node's goal from now on, so a
+    waiting task says what it is doing (a goal the environment chose too)."""
     now = utcnow()
+    root_goal = (select(NodeRow.goal).where(NodeRow.task_id == task_id,
+                                            NodeRow.parent_id.is_(None))
+                 .order_by(NodeRow.id).limit(1).scalar_subquery())
     seq = await _transition(
         session, task_id, (Task.status == "running", *_holds(attempt, owner)),
-        dict(status="waiting", lease_owner=None, lease_expires_at=None, updated_at=now),
+        dict(status="waiting", lease_owner=None, lease_expires_at=None, updated_at=now,
+             resolved_goal=func.coalesce(Task.resolved_goal, root_goal)),
         "approval.requested", requested)
     return seq is not None
 

@@ -32,6 +32,11 @@ def test_approve_reject_and_edit_from_the_task_page(page: Any, server: Server,
     page.goto(f"{server.url}/ui/tasks/{task_id}")
     page.wait_for_selector("#approvals .approval")
     assert "waiting" in page.inner_text(".task-head")
+    # the goal the environment chose is shown while the task waits (resolved_goal)
+    waiting = server.get(f"/tasks/{task_id}")
+    assert waiting["goal"] is None and waiting["resolved_goal"], waiting
+    assert page.inner_text(".task-goal") == waiting["resolved_goal"]
+    assert waiting["resolved_goal"] == server.get(f"/tasks/{task_id}/tree")["tree"]["goal"]
     (first,) = pending(server, task_id)
     card = page.locator(f".approval[data-approval-id='{first['id']}']")
     assert card.locator(".approval-steps").input_value().splitlines() == first["proposal"]["steps"]
@@ -56,8 +61,10 @@ def test_approve_reject_and_edit_from_the_task_page(page: Any, server: Server,
     # edit: keep the steps, run them in the order given
     card = page.locator(f".approval[data-approval-id='{second['id']}']")
     steps = second["proposal"]["steps"]
-    card.locator(".approval-order").fill(
-        "(" + " AND ".join(f"Step {i}" for i in range(1, len(steps) + 1)) + ")")
+    order = "(" + " AND ".join(f"Step {i}" for i in range(1, len(steps) + 1)) + ")"
+    if order == second["proposal"]["execution_order"]:  # an edit that changes the order
+        order = "(" + " OR ".join(f"Step {i}" for i in range(len(steps), 0, -1)) + ")"
+    card.locator(".approval-order").fill(order)
     card.locator(".approval-edit").click()
     wait_for(lambda: server.get(f"/tasks/{task_id}/approvals")["items"][1]["status"]
              == "edited", 30, "the edit to be recorded")
@@ -74,6 +81,27 @@ def test_approve_reject_and_edit_from_the_task_page(page: Any, server: Server,
 
     wait_for(step, 180, "the task to finish")
     assert server.get(f"/tasks/{task_id}")["status"] in ("succeeded", "failed")
+
+    # the node panel shows each decision: what, who, when, why, and what changed
+    decided = [a for a in server.get(f"/tasks/{task_id}/approvals")["items"]
+               if a["node_id"] == first["node_id"]]
+    page.goto(f"{server.url}/ui/tasks/{task_id}?node={first['node_id']}")
+    page.wait_for_selector(f"#node-panel .decision[data-approval-id='{second['id']}']")
+    rows = page.locator("#node-panel .decisions > li.decision")
+    assert rows.count() == len(decided)
+    rejected = page.locator(f"#node-panel .decision[data-approval-id='{first['id']}']")
+    assert "rejected" in rejected.locator(".status").inner_text()
+    assert rejected.locator(".decision-reason").inner_text() == "Reason: shorter, please"
+    assert rejected.locator("time.decision-when").get_attribute("datetime") == \
+        decided[0]["decided_at"]
+    assert "by the open API" in rejected.locator(".decision-who").inner_text()
+    edited = page.locator(f"#node-panel .decision[data-approval-id='{second['id']}']")
+    assert "edited" in edited.locator(".status").inner_text()
+    record = server.get(f"/tasks/{task_id}/approvals")["items"][1]
+    fields = edited.locator(".decision-changes dt").all_inner_texts()
+    assert fields == sorted(record["changes"]) and "execution_order" in fields
+    after = edited.locator(".decision-changes .change-after").all_inner_texts()
+    assert record["changes"]["execution_order"]["after"] in after
     assert page.js_errors == []
 
 

@@ -1,6 +1,6 @@
 // What a waiting task asks a person (GET /tasks/{id}/approvals?status=pending), with approve,
-// reject (a reason the model hears) and edit (a changed plan or action, validated by the API:
-// a refusal is shown inline, naming the field). POST /tasks/{id}/approvals/{approval_id}.
+// reject (a reason the model hears) and edit (a changed plan, action, or tool call's arguments as
+// JSON, validated by the API: a refusal is shown inline, naming the field). POST /tasks/{id}/approvals/{approval_id}.
 
 import { api } from "./api.js";
 import { el, put } from "./util.js";
@@ -24,16 +24,46 @@ function actionEditor(proposal) {
   return { nodes: [el("label", {}, "Action", action)], read: () => ({ action: action.value }) };
 }
 
+// a tool call: its arguments as JSON, checked by the API against the tool's input schema
+function callEditor(proposal) {
+  const text = JSON.stringify(proposal.arguments ?? {}, null, 2);
+  const args = el("textarea", { class: "approval-arguments", rows: Math.min(16, text.split("\n").length + 1),
+    "aria-label": "Arguments (JSON)" });
+  args.value = text;
+  const read = () => {
+    let value;
+    try {
+      value = JSON.parse(args.value);
+    } catch (error) {
+      throw new Error(`the arguments are not JSON: ${error.message}`);
+    }
+    return { name: proposal.name, arguments: value };
+  };
+  return { nodes: [el("label", {}, `Arguments of ${proposal.name} (JSON)`, args)], read };
+}
+
+function editorFor(item) {
+  if (item.kind === "plan") return planEditor(item.proposal);
+  return item.proposal.arguments !== undefined ? callEditor(item.proposal) : actionEditor(item.proposal);
+}
+
 function card(taskId, item, { signal, onDecided }) {
   const path = `/tasks/${encodeURIComponent(taskId)}/approvals/${encodeURIComponent(item.id)}`;
-  const editor = item.kind === "plan" ? planEditor(item.proposal) : actionEditor(item.proposal);
+  const editor = editorFor(item);
   const reason = el("input", { type: "text", class: "approval-reason", "aria-label": "Reason",
     placeholder: "reason (the model hears a rejection's)" });
   const problem = el("div", { class: "approval-problem" });
   const decide = async (decision, button) => {
     const body = { decision };
     if (reason.value.trim()) body.reason = reason.value.trim();
-    if (decision === "edit") body.proposal = editor.read();
+    if (decision === "edit") {
+      try {
+        body.proposal = editor.read();
+      } catch (error) {
+        problem.replaceChildren(problemBox(error));
+        return;
+      }
+    }
     button.disabled = true;
     try {
       await api(path, { method: "POST", body, signal });

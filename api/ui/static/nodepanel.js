@@ -124,6 +124,12 @@ function renderSteps(steps, kept) {
       step.error ? el("span", { class: "status status-failed", text: "error" }) : null,
       step.extra?.tool ? el("span", { class: "badge", text: `tool ${step.extra.tool.name}` }) : null));
     if (step.extra?.tool) item.append(pre(callText(step.extra.tool), "tool-call"));
+    if (step.extra?.approval?.proposed) {
+      // a person edited the call before it ran: the model's call is kept
+      item.querySelector(".step-head").append(el("span", { class: "badge warn edited-step", text: "edited by a person" }));
+      item.append(el("div", { class: "muted label", text: "the model's call" }),
+        pre(callText(step.extra.approval.proposed), "proposed-call"));
+    }
     item.append(pre(step.text || step.raw, "step-text"));
     if (step.kind === "action" || step.observation) {
       item.append(el("div", { class: "observation-label muted", text: "observation" }),
@@ -220,6 +226,40 @@ function restore(container, kept) {
   }
 }
 
+// A value of a decision's `changes`, as text (a plan's steps one per line)
+function changeText(value) {
+  if (value === null || value === undefined) return "–";
+  if (typeof value === "string") return value;
+  if (Array.isArray(value) && value.every((v) => typeof v === "string")) return value.join("\n");
+  return JSON.stringify(value, null, 1);
+}
+
+// The node's approval requests and the decisions on them (GET /tasks/{id}/approvals): who
+// decided (the API key's id and tenant), when, what, why, and what changed.
+function renderDecisions(items) {
+  const list = el("ol", { class: "decisions" });
+  for (const a of items) {
+    const who = a.decided_by === "deadline" ? "the deadline"
+      : a.decided_by ? `key ${a.decided_by}${a.decided_tenant ? ` (tenant ${a.decided_tenant})` : ""}`
+        : a.decided_at ? `the open API${a.decided_tenant ? ` (tenant ${a.decided_tenant})` : ""}` : null;
+    const what = a.kind === "plan" ? `plan #${a.number}` : `action ${a.proposal?.name ?? ""} #${a.number}`;
+    const changes = a.status === "edited" && a.changes ? Object.entries(a.changes) : [];
+    list.append(el("li", { class: `decision decision-${a.status}`, dataset: { approvalId: a.id } },
+      el("div", { class: "decision-head" },
+        el("span", { class: "decision-what", text: what }), statusBadge(a.status),
+        who ? el("span", { class: "decision-who", text: `by ${who}` }) : null,
+        a.decided_at ? el("time", { class: "decision-when muted", datetime: a.decided_at,
+          text: new Date(a.decided_at).toLocaleString() }) : null),
+      a.status === "pending" ? el("p", { class: "muted", text: "Waits for a decision (above the tabs)." }) : null,
+      a.reason ? el("p", { class: "decision-reason", text: `Reason: ${a.reason}` }) : null,
+      changes.length ? el("dl", { class: "decision-changes" }, changes.flatMap(([field, c]) => [
+        el("dt", { text: field }),
+        el("dd", {}, pre(changeText(c?.before), "change-before"), el("span", { class: "muted", text: "→" }),
+          pre(changeText(c?.after), "change-after"))])) : null));
+  }
+  return list;
+}
+
 // `update`: the panel already shows this node and is re-read for its new steps and calls
 // `task`: the task (its strategy, d_max, reward); `model`: the tree (the node's children and
 // its subtree's best reward)
@@ -250,6 +290,10 @@ export async function renderNodePanel(container, taskId, nodeId, { onClose, sign
   const path = `/tasks/${encodeURIComponent(taskId)}/nodes/${nodeId}`;
   const same = () => update && container.dataset.nodeId === String(nodeId);
   let node;
+  // the task's approval requests, when it asks for any (a failure leaves the section out)
+  const asks = task?.run_config?.approval;
+  const approvals = asks && (asks.plans || asks.actions?.length)
+    ? api(`/tasks/${encodeURIComponent(taskId)}/approvals`, { signal }).catch(() => null) : null;
   try {
     node = await api(path, { signal });
   } catch (error) {
@@ -257,6 +301,7 @@ export async function renderNodePanel(container, taskId, nodeId, { onClose, sign
     container.replaceChildren(problemBox(error));
     return;
   }
+  const decided = ((await approvals)?.items ?? []).filter((a) => a.node_id === node.id);
   if (signal?.aborted) return;
   const kept = same() ? keep(container) : null;
   const head = kept?.head ?? el("header", { class: "panel-head" },
@@ -294,6 +339,7 @@ export async function renderNodePanel(container, taskId, nodeId, { onClose, sign
       ["cost", fmtCost(node.usage?.cost_usd)],
       ...(node.error ? [["error", node.error]] : []),
     ]),
+    decided.length ? section(`Approvals (${fmtInt(decided.length)})`, renderDecisions(decided)) : null,
     section(`Trajectory (${plural(node.steps.length, "step")})`, renderSteps(node.steps, kept)),
     section("Plan", renderPlan(node.plan, node, task)),
     section(`LLM calls (${fmtInt(node.llm_calls.length)})`,

@@ -218,6 +218,7 @@ export async function taskPage(main, taskId, params, signal) {
       if (data.node.id === openId) panelStale = true;
     } else if (event.type === "step" && data.step?.node_id === openId) panelStale = true;
     else if (event.type === "llm_call" && data.call?.node_id === openId) panelStale = true;
+    else if (event.type.startsWith("approval.") && data.node_id === openId) panelStale = true;
     if (event.type === "task.finished" || event.type === "llm_call" || event.type.startsWith("approval.")
         || event.type === "task.resumed") refreshTask();
     if (event.type.startsWith("approval.")) refreshApprovals();
