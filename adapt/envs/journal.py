@@ -14,6 +14,10 @@ the models are still answering from the recording. It then resumes in one of two
   results are what the executor sees;
 - ``journal``: the recorded results are returned and the world is not touched again.
 
+A fork (``POST /tasks/{id}/fork``) resumes the same way from its origin's steps before the fork
+point; the history's ``key`` is then the id of the task its chain of forks starts from, so the
+paths the replayed calls name are the same.
+
 An action that the last recorded LLM call asked for but whose step was not recorded was *in
 flight* at the crash: it may or may not have taken effect. It is sent again only when the tool
 says it is read-only or idempotent; otherwise the attempt stops with
@@ -22,9 +26,12 @@ says it is read-only or idempotent; otherwise the attempt stops with
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Protocol, runtime_checkable
+from typing import Any, Literal, Protocol, runtime_checkable
+
+#: how an environment with side effects resumes (above)
+ResumeMode = Literal["replay", "journal"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,3 +68,18 @@ class Resumable(Protocol):
     def resume_with(self, history: ResumeHistory) -> None:
         """Called once, before the episode starts, by the attempt that runs the task."""
         ...
+
+
+def resume_mode(env_class: type, config: Mapping[str, Any]) -> ResumeMode | None:
+    """How a task of ``env_class`` with ``config`` resumes: ``replay`` or ``journal`` (what
+    the class's ``resume_mode_for(config)`` says), or None for an environment that is not
+    :class:`Resumable` (a deterministic world: the actions are simply taken again). Asked
+    before anything runs, e.g. whether a fork can rebuild the world (``journal``: it cannot
+    put back what the recorded actions did)."""
+    if not callable(getattr(env_class, "resume_with", None)):
+        return None
+    decide = getattr(env_class, "resume_mode_for", None)
+    if decide is None:
+        return "replay"
+    mode: ResumeMode = decide(config)
+    return mode

@@ -25,7 +25,7 @@ from adapt.engine.events import FanoutSink, TreeSink
 from adapt.engine.tree import TaskResult
 from adapt.envs import registry
 from adapt.envs.base import Environment, in_env_thread
-from adapt.envs.journal import Resumable, ResumeHistory
+from adapt.envs.journal import RecordedStep, Resumable, ResumeHistory
 from adapt.llm.base import ChatModel, ChatResponse
 from adapt.llm.recording import (
     RecordedCall,
@@ -43,7 +43,7 @@ from adapt.store import task_rows
 from adapt.store import traces as trace_store
 from adapt.store import webhooks as webhook_store
 from adapt.store.attempt import AttemptControl
-from adapt.store.journal import recorded_steps
+from adapt.store.journal import fork_root, recorded_steps, split_steps
 from adapt.store.library import DbLibrary
 from adapt.store.models import Task
 from adapt.store.sink import DbSink
@@ -99,12 +99,24 @@ class Attempt:
         self.env.close()
 
 
-async def _load_replay(ctx: ServiceContext, task: Task) -> tuple[Recording, int]:
+@dataclass(frozen=True)
+class Replay:
+    """What an attempt replays: the recorded calls, the events stored already, and whether
+    the calls are the fork origin's (a fork before its fork point)."""
+
+    recording: Recording
+    events: int
+    from_origin: bool = False
+
+
+async def _load_replay(ctx: ServiceContext, task: Task) -> Replay:
     """The calls an attempt replays, and the events stored already. A fork that has not yet
     recorded the calls before its fork point (its first attempt, or one that stopped before
     them) replays its origin's: its own are the same answers, to the same requests."""
     calls, events = await task_rows.replay_material(ctx.sessions, task.id)
-    if task.forked_from_task and task.fork_calls and len(calls) < task.fork_calls:
+    from_origin = bool(task.forked_from_task and task.fork_calls is not None
+                       and len(calls) < task.fork_calls)
+    if from_origin and task.forked_from_task and task.fork_calls:
         calls, _ = await task_rows.replay_material(
             ctx.sessions, task.id, calls_of=task.forked_from_task, at_most=task.fork_calls)
     recording = Recording(calls=[
@@ -112,7 +124,20 @@ async def _load_replay(ctx: ServiceContext, task: Task) -> tuple[Recording, int]
                      response=ChatResponse.model_validate(response))
         for i, (fingerprint, response) in enumerate(calls)
     ])
-    return recording, events
+    return Replay(recording, events, from_origin)
+
+
+async def _history(ctx: ServiceContext, task: Task, replay: Replay
+                   ) -> tuple[str, list[RecordedStep]]:
+    """The key and recorded steps an environment with side effects resumes from: the task's
+    own steps; a fork still before its fork point, its origin's up to there (the key, for a
+    fork, is the id of the task its chain of forks starts from)."""
+    async with ctx.sessions() as session:
+        key = await fork_root(session, task.id) if task.forked_from_task else task.id
+        if replay.from_origin and task.forked_from_task:
+            before, _ = await split_steps(session, task.forked_from_task, task.fork_calls)
+            return key, list(before)
+    return key, (await recorded_steps(ctx.sessions, task.id) if replay.events else [])
 
 
 async def prepare_attempt(ctx: ServiceContext, task_id: str, attempt: int) -> Attempt:
@@ -121,12 +146,12 @@ async def prepare_attempt(ctx: ServiceContext, task_id: str, attempt: int) -> At
     task = await task_rows.load(ctx.sessions, task_id)
     if task is None:
         raise TaskGone(f"task {task_id} no longer exists")
-    recording, skip = await _load_replay(ctx, task)
+    replay = await _load_replay(ctx, task)
     config = stored_config(task)
     # a remote environment's class may need its server's metadata: read off the loop
     env = await in_env_thread(registry.create, task.environment)
     try:
-        return await _assemble(ctx, task, attempt, env, config, recording, skip)
+        return await _assemble(ctx, task, attempt, env, config, replay)
     except BaseException:
         env.close()
         raise
@@ -156,7 +181,8 @@ def stored_config(task: Task) -> ResolvedConfig:
 
 
 async def _assemble(ctx: ServiceContext, task: Task, attempt: int, env: Environment,
-                    config: ResolvedConfig, recording: Recording, skip: int) -> Attempt:
+                    config: ResolvedConfig, replay: Replay) -> Attempt:
+    recording, skip = replay.recording, replay.events
     cursor = ReplayCursor()
     budget = RetryBudget(ctx.settings.llm_retry_budget)
 
@@ -171,9 +197,9 @@ async def _assemble(ctx: ServiceContext, task: Task, attempt: int, env: Environm
     cascade = [wrapped[spec] for spec in models.executor]
     planner = wrapped[models.planner]
     if isinstance(env, Resumable):  # side effects: it resumes from the recorded steps
-        steps = await recorded_steps(ctx.sessions, task.id) if skip else []
+        key, steps = await _history(ctx, task, replay)
         env.resume_with(ResumeHistory(
-            key=task.id, steps=steps,
+            key=key, steps=steps,
             replaying=lambda: len(recording) > 0 and cursor.live == 0))
     # what the database says to this attempt (cancel, lease lost), apart from the sinks
     control = AttemptControl(task.id, attempt, ctx.worker_id,

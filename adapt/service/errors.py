@@ -116,6 +116,14 @@ class NotDecidable(ClientError):
     problem_type = "not-decidable"
 
 
+class NotForkable(ClientError):
+    """A fork that cannot rebuild its environment at the node (``adapt.service.fork``)."""
+
+    status = 409
+    problem_type = "not-forkable"
+    title = "Conflict"
+
+
 class TaskActive(ClientError):
     """The task is queued or running; what was asked needs a finished task."""
 

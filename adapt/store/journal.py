@@ -2,7 +2,8 @@
 (:mod:`adapt.envs.journal`): the task's action steps, in the order they happened.
 
 Steps are ordered by their ``step`` events' sequence numbers (the event log is the order the
-engine emitted them in, whichever nodes they belong to).
+engine emitted them in, whichever nodes they belong to). A fork's first attempt gets its
+origin's steps up to the fork point (:func:`split_steps`: the steps the replayed calls led to).
 """
 
 from __future__ import annotations
@@ -13,7 +14,10 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.envs.journal import RecordedStep
-from adapt.store.models import EventRow, StepRow
+from adapt.store.models import EventRow, StepRow, Task
+
+#: the longest chain of forks followed back to its start
+MAX_FORK_CHAIN = 1000
 
 
 def _ref(payload: dict[str, Any]) -> tuple[int, int] | None:
@@ -30,20 +34,58 @@ async def recorded_steps(sessions: async_sessionmaker[AsyncSession],
                          task_id: str) -> list[RecordedStep]:
     """The task's recorded action steps (not thoughts), in the order they happened."""
     async with sessions() as session:
-        events = (await session.execute(
-            select(EventRow.payload).where(EventRow.task_id == task_id,
-                                           EventRow.type == "step")
-            .order_by(EventRow.seq))).scalars().all()
-        rows = (await session.execute(
-            select(StepRow.node_id, StepRow.index, StepRow.kind, StepRow.text,
-                   StepRow.observation, StepRow.reward, StepRow.done)
-            .where(StepRow.task_id == task_id))).all()
+        before, _ = await split_steps(session, task_id, None)
+    return before
+
+
+def _call_id(payload: dict[str, Any]) -> int | None:
+    call = payload.get("call_id")
+    if call is None and isinstance(payload.get("call"), dict):  # before the compact log
+        call = payload["call"].get("id")
+    return int(call) if isinstance(call, int) else None
+
+
+async def split_steps(session: AsyncSession, task_id: str, calls: int | None
+                      ) -> tuple[list[RecordedStep], list[RecordedStep]]:
+    """The task's recorded action steps, in the order they happened, split at its LLM call
+    number ``calls + 1``: the steps taken before it (what the first ``calls`` calls led to:
+    a fork at that point replays them) and the steps from it on (None: all before)."""
+    events = (await session.execute(
+        select(EventRow.type, EventRow.payload).where(
+            EventRow.task_id == task_id, EventRow.type.in_(("step", "llm_call")))
+        .order_by(EventRow.seq))).all()
+    rows = (await session.execute(
+        select(StepRow.node_id, StepRow.index, StepRow.kind, StepRow.text,
+               StepRow.observation, StepRow.reward, StepRow.done)
+        .where(StepRow.task_id == task_id))).all()
     by_ref: dict[tuple[int, int], Any] = {(int(r[0]), int(r[1])): r for r in rows}
-    out: list[RecordedStep] = []
-    for payload in events:
-        ref = _ref(dict(payload or {}))
+    before: list[RecordedStep] = []
+    after: list[RecordedStep] = []
+    into = before
+    for type_, payload in events:
+        data = dict(payload or {})
+        if type_ == "llm_call":
+            call = _call_id(data)
+            if calls is not None and call is not None and call > calls:
+                into = after
+            continue
+        ref = _ref(data)
         row = by_ref.get(ref) if ref is not None else None
         if row is not None and row.kind == "action":
-            out.append(RecordedStep(row.text, row.observation, float(row.reward or 0.0),
-                                    bool(row.done)))
-    return out
+            into.append(RecordedStep(row.text, row.observation, float(row.reward or 0.0),
+                                     bool(row.done)))
+    return before, after
+
+
+async def fork_root(session: AsyncSession, task_id: str) -> str:
+    """The task a chain of forks ending at ``task_id`` starts from (``task_id`` itself when it
+    is no fork): the key an environment with side effects names its folders by, so that a
+    fork's replayed calls name the same paths as its origin's did."""
+    at = task_id
+    for _ in range(MAX_FORK_CHAIN):
+        parent = (await session.execute(select(Task.forked_from_task).where(
+            Task.id == at))).scalar_one_or_none()
+        if parent is None:
+            return at
+        at = parent
+    return at

@@ -36,7 +36,7 @@ from typing import Any, ClassVar
 from pydantic import BaseModel, ValidationError
 
 from adapt.envs.base import BaseEnvironment, StepResult, invalid_config
-from adapt.envs.journal import RecordedStep, ResumeHistory
+from adapt.envs.journal import RecordedStep, ResumeHistory, ResumeMode
 from adapt.envs.mcp import grammar
 from adapt.envs.mcp.client import CallResult, Connection, expand
 from adapt.envs.mcp.config import MCPConfig
@@ -97,9 +97,17 @@ class MCPEnvironment(BaseEnvironment):
         self._journal = deque(history.steps)
 
     @property
-    def resumes_by(self) -> str:
+    def resumes_by(self) -> ResumeMode:
         """``replay`` (a workspace, rebuilt) or ``journal`` (recorded results reused)."""
-        return "replay" if self._config is not None and self._config.workspace else "journal"
+        return self.resume_mode_for({} if self._config is None else
+                                    {"workspace": self._config.workspace})
+
+    @classmethod
+    def resume_mode_for(cls, config: Mapping[str, Any]) -> ResumeMode:
+        """How a task with ``config`` resumes (and is forked): ``replay`` with a workspace (a
+        fresh copy, the recorded calls sent again), else ``journal`` (the server is not called
+        again for what was recorded, so its world cannot be put back to an earlier point)."""
+        return "replay" if config.get("workspace") else "journal"
 
     # -- episode ----------------------------------------------------------------------------------
     def start(self, cfg: MCPConfig) -> str:
