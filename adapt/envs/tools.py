@@ -145,7 +145,7 @@ def argument_errors(schema: Mapping[str, Any], arguments: Any) -> list[tuple[str
             missing = [r for r in error.validator_value if r not in error.instance]
             path += missing[:1]
         elif error.validator == "additionalProperties" and isinstance(error.instance, dict):
-            allowed = set((error.schema.get("properties") or {}))
+            allowed = set(error.schema.get("properties") or {})
             extra = sorted(k for k in error.instance if k not in allowed)
             path += extra[:1]
         found.append((".".join(path), error.message))

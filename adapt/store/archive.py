@@ -9,10 +9,9 @@ its content), the rest go in before the calls that name them; each approval gets
 are unique across tasks), and the events that name it name the new one.
 """
 
-import uuid
-
 from __future__ import annotations
 
+import uuid
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any

@@ -207,6 +207,7 @@ async def test_an_archive_carries_the_approvals_and_their_audit(
     try:
         async with sessions() as session:
             task = await import_task(session, document, "importer")
+        assert task.id != task_id
         async with sessions() as session:
             rows_in = list(await approval_store.for_task(session, task.id))
         assert [{k: getattr(r, k) for k in AUDIT} for r in rows_in] == [

@@ -243,7 +243,8 @@ function renderDecisions(items) {
       : a.decided_by ? `key ${a.decided_by}${a.decided_tenant ? ` (tenant ${a.decided_tenant})` : ""}`
         : a.decided_at ? `the open API${a.decided_tenant ? ` (tenant ${a.decided_tenant})` : ""}` : null;
     const what = a.kind === "plan" ? `plan #${a.number}` : `action ${a.proposal?.name ?? ""} #${a.number}`;
-    const changes = a.status === "edited" && a.changes ? Object.entries(a.changes) : [];
+    const changes = a.status === "edited" && a.changes
+      ? Object.entries(a.changes).sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0)) : [];
     list.append(el("li", { class: `decision decision-${a.status}`, dataset: { approvalId: a.id } },
       el("div", { class: "decision-head" },
         el("span", { class: "decision-what", text: what }), statusBadge(a.status),
