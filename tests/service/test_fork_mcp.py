@@ -37,6 +37,8 @@ pytest.importorskip("mcp")
 ALLOWED = re.compile(r"Allowed directories:\n(\S+)")
 ROOT_GOAL = "Write a.txt, b.txt and c.txt in the workspace."
 PLAN = "Step 1: Write b.txt\nStep 2: Write c.txt\nExecution Order: (Step 1 AND Step 2)"
+#: a model spec a task on mcp may name (the workers' model is the test's function model)
+SCRIPT = 'script:{"executor": ["think: x"], "planner": ["Step 1: x\\nExecution Order: (Step 1)"]}'
 CHECK = ("import os, sys; ws = os.environ['WS']; "
          "sys.exit(0 if all(os.path.isfile(os.path.join(ws, f)) for f in "
          "('a.txt', 'b.txt', 'c.txt')) else 1)")
@@ -89,9 +91,10 @@ async def test_a_fork_rebuilds_the_workspace_and_pays_nothing_before_the_node(
     ctx = make_ctx(database_url, "w0")
     await ctx.aclose()
     config = {"server": "files", "workspace": "empty", "check": "three", "task": ROOT_GOAL}
-    origin = await insert_task(ctx.sessions, environment="mcp", config=config,
+    origin = await insert_task(ctx.sessions, environment="mcp", config=config, model=SCRIPT,
                                run_config=RunConfig(d_max=2))
-    ctx = make_ctx(database_url, "w1", FunctionModel(reply))
+    roots = {"path_roots": [str(log.parent)]}
+    ctx = make_ctx(database_url, "w1", FunctionModel(reply), **roots)
     try:
         assert await execute_task(ctx, origin) == "succeeded"
     finally:
@@ -108,7 +111,7 @@ async def test_a_fork_rebuilds_the_workspace_and_pays_nothing_before_the_node(
     forked = await fork(ctx, origin, c_node)
     assert forked.fork_calls is not None and 0 < forked.fork_calls < len(recorded)
     live = Live(FunctionModel(reply))
-    ctx = make_ctx(database_url, "w2", live)
+    ctx = make_ctx(database_url, "w2", live, **roots)
     try:
         assert await execute_task(ctx, forked.id) == "succeeded"
     finally:
@@ -152,7 +155,7 @@ async def test_a_fork_of_a_journal_environment_is_refused_where_it_cannot_be_reb
         await ctx.aclose()
         origin = await insert_task(ctx.sessions, environment="mcp",
                                    config={"server": "tiny", "task": "Take notes"},
-                                   run_config=RunConfig(d_max=2))
+                                   model=SCRIPT, run_config=RunConfig(d_max=2))
         ctx = make_ctx(database_url, "w1", FunctionModel(journal_reply))
         try:
             assert await execute_task(ctx, origin) == "succeeded"
