@@ -86,6 +86,9 @@ async def test_plans_wait_without_a_worker_and_resume_paying_nothing_twice(
     assert row.proposal["steps"] and row.proposal["execution_order"].startswith("(Step 1")
     tree = await persisted_tree(ctx.sessions, task_id)
     assert tree["nodes"][1]["status"] == "awaiting_approval"
+    waiting = await task_row(ctx.sessions, task_id)
+    assert waiting.goal is None and waiting.resolved_goal == tree["nodes"][1]["goal"], \
+        "a waiting task says what it does (the goal the environment chose)"
     assert set(tree["nodes"]) == {1}, "nothing of the plan ran before the decision"
     evs = await events(ctx.sessions, task_id)
     assert evs[-1].type == "approval.requested" and evs[-1].data["approval_id"] == row.id
