@@ -283,10 +283,13 @@ async def export_task(task_id: str, service: TaskServiceDep) -> Response:
         "replayed from the origin's recorded calls (none is paid again; the environment is "
         "rebuilt by replaying the actions), then it runs live. It carries `forked_from: "
         "{task_id, node_id}`. **202** with the task and `Location`. A task that has not "
-        "finished is **409**; a node it does not have, or a bad override, **422** naming the "
-        "field (`node_id`, `overrides.d_max`, ...)."
+        "finished is **409**, as is a fork whose environment cannot be rebuilt at the node "
+        "(`not-forkable`: an MCP server without a workspace that the task acted on there or "
+        "later, or another fork of the same task still running); a node it does not have, or "
+        "a bad override, **422** naming the field (`node_id`, `overrides.d_max`, ...)."
     ),
-    responses={**PROBLEMS, 409: {"model": Problem, "description": "The task has not finished"}},
+    responses={**PROBLEMS, 409: {"model": Problem, "description": "The task has not "
+                                 "finished, or its environment cannot be rebuilt at the node"}},
 )
 async def fork(task_id: str, body: ForkCreate, response: Response,
                service: TaskServiceDep) -> TaskPublic:
