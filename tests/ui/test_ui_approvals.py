@@ -5,8 +5,10 @@ the pair."""
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
+import httpx
 import pytest
 
 from tests.support.simserver import SimServer
@@ -121,4 +123,59 @@ def test_fork_from_the_node_panel_opens_the_compare_view(page: Any, server: Serv
     page.goto(f"{server.url}/ui/tasks/{fork_id}")
     page.wait_for_selector(".forked-from a")
     assert task_id[:8] in page.inner_text(".forked-from")
+    assert page.js_errors == []
+
+
+def test_edit_a_tool_calls_arguments_from_the_task_page(page: Any, server: Server,
+                                                        sim: SimServer) -> None:
+    """The tools executor asks before each craft: the card shows the call's arguments as JSON;
+    text that is not JSON is refused in place, arguments the tool's schema refuses show the
+    API's 422 naming the field, and an edit goes through and shows on the node's step."""
+    body = slow_task(sim, seed=3, d_max=2, approval={"actions": ["craft"]},
+                     planner={"output": "json"})
+    body["executor"] = {**body["executor"], "kind": "tools"}
+    task_id = server.submit(body)["id"]
+    (item,) = wait_for(lambda: pending(server, task_id), 90, "a craft to wait")
+    page.goto(f"{server.url}/ui/tasks/{task_id}")
+    card = page.locator(f".approval[data-approval-id='{item['id']}']")
+    card.wait_for()
+    box = card.locator(".approval-arguments")
+    assert json.loads(box.input_value()) == item["proposal"]["arguments"]
+
+    box.fill("{not json")
+    card.locator(".approval-edit").click()
+    page.wait_for_selector(".approval-problem .problem")
+    assert "not JSON" in card.locator(".approval-problem").inner_text()
+    box.fill(json.dumps({**item["proposal"]["arguments"], "count": 0}))
+    card.locator(".approval-edit").click()
+    page.wait_for_function("document.querySelector('.approval-problem').innerText"
+                           ".includes('proposal.arguments.count')")
+    assert pending(server, task_id)[0]["id"] == item["id"], "nothing was decided"
+
+    edited = {**item["proposal"]["arguments"], "count": item["proposal"]["arguments"]["count"] + 1}
+    box.fill(json.dumps(edited))
+    card.locator(".approval-edit").click()
+    decided = wait_for(lambda: [a for a in server.get(f"/tasks/{task_id}/approvals")["items"]
+                                if a["id"] == item["id"] and a["status"] == "edited"],
+                       30, "the edit to be recorded")[0]
+    assert decided["edited"] == {"name": "craft", "arguments": edited}
+
+    def step() -> bool:  # approve the later crafts as they are
+        if server.get(f"/tasks/{task_id}")["finished"]:
+            return True
+        for later in pending(server, task_id):
+            httpx.post(f"{server.url}/tasks/{task_id}/approvals/{later['id']}",
+                       json={"decision": "approve"}, timeout=10).raise_for_status()
+        return False
+
+    wait_for(step, 180, "the task to finish")
+    page.goto(f"{server.url}/ui/tasks/{task_id}?node={item['node_id']}")
+    page.wait_for_selector("#node-panel .edited-step")
+    shown = page.locator("#node-panel li.step", has=page.locator(".edited-step"))
+    assert shown.count() == 1
+    call = shown.locator(".tool-call").inner_text()
+    assert call.startswith("craft(") and json.loads(call[len("craft("):-1]) == edited
+    assert shown.locator(".proposed-call").inner_text().startswith("craft(")
+    decision = page.locator(f"#node-panel .decision[data-approval-id='{item['id']}']")
+    assert decision.locator(".decision-changes dt").all_inner_texts() == ["arguments"]
     assert page.js_errors == []
