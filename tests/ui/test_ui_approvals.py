@@ -148,8 +148,7 @@ def test_edit_a_tool_calls_arguments_from_the_task_page(page: Any, server: Serve
     assert "not JSON" in card.locator(".approval-problem").inner_text()
     box.fill(json.dumps({**item["proposal"]["arguments"], "count": 0}))
     card.locator(".approval-edit").click()
-    page.wait_for_function("document.querySelector('.approval-problem').innerText"
-                           ".includes('proposal.arguments.count')")
+    card.locator(".approval-problem code", has_text="proposal.arguments.count").wait_for()
     assert pending(server, task_id)[0]["id"] == item["id"], "nothing was decided"
 
     edited = {**item["proposal"]["arguments"], "count": item["proposal"]["arguments"]["count"] + 1}
