@@ -110,6 +110,9 @@ async def test_a_fork_rebuilds_the_workspace_and_pays_nothing_before_the_node(
     recorded = await fingerprints(ctx, origin)
     forked = await fork(ctx, origin, c_node)
     assert forked.fork_calls is not None and 0 < forked.fork_calls < len(recorded)
+    # a second fork would rebuild the same folder while the first one runs: refused
+    with pytest.raises(NotForkable, match=f"fork {forked.id} of the same task"):
+        await fork(ctx, origin, c_node)
     live = Live(FunctionModel(reply))
     ctx = make_ctx(database_url, "w2", live, **roots)
     try:
@@ -131,6 +134,20 @@ async def test_a_fork_rebuilds_the_workspace_and_pays_nothing_before_the_node(
     assert [t for t, _ in sent].count("list_allowed_directories") == 1, "only the node's"
     # with no overrides, the fork grows the origin's tree again
     assert await persisted_tree(ctx.sessions, forked.id) == tree
+    # once it has finished, the task (or the fork) can be forked again
+    again = await fork(ctx, forked.id, c_node)
+    assert again.forked_from == {"task_id": forked.id, "node_id": c_node}
+    # a fork of the fork replays the fork's record, at the paths of the chain's first task
+    log.unlink()
+    live = Live(FunctionModel(reply))
+    ctx = make_ctx(database_url, "w3", live, **roots)
+    try:
+        assert await execute_task(ctx, again.id) == "succeeded"
+    finally:
+        await ctx.aclose()
+    assert (await task_row(ctx.sessions, again.id)).reward == 1.0
+    assert len(live.asked) == len(recorded) - forked.fork_calls
+    assert {a["path"] for t, a in forwarded(log) if t == "write_file"} == origin_paths
 
 
 def journal_reply(request: ChatRequest) -> str:
