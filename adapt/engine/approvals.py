@@ -58,6 +58,13 @@ class ApprovalConfig(BaseModel):
         "(the model hears that nobody approved in time, and proposes again) or 'fail' (the "
         "task ends failed).")
 
+    parallel_siblings: bool = Field(
+        default=False,
+        description="While a node waits for a decision, its later AND siblings start too "
+        "(each runs until it ends or waits for a decision of its own), so one task can wait "
+        "on several approvals at once, answered in any order. For environments whose "
+        "sub-tasks do not depend on each other's progress; strategies that plan only.")
+
     @property
     def any(self) -> bool:
         return self.plans or bool(self.actions)
@@ -89,6 +96,10 @@ class Decision(BaseModel):
     reason: str | None = None
     #: the changed proposal of an ``edit``
     proposal: dict[str, Any] | None = None
+    #: the decision's place among the task's decisions, in the order they were made (the
+    #: service numbers them as it stores them); with ``approval.parallel_siblings`` the parked
+    #: requests go on in this order (None: in the order they were asked)
+    order: int | None = None
 
 
 #: how the engine learns the decision on a request (None: none yet)

@@ -214,17 +214,27 @@ async def requeue(session: AsyncSession, task: Task) -> bool:
 
 
 # -- waiting for a person -------------------------------------------------------------------
+async def touch(session: AsyncSession, task_id: str) -> None:
+    """Take the task row's lock for the rest of the caller's transaction (a write that
+    changes nothing but ``updated_at``)."""
+    await session.execute(update(Task).where(Task.id == task_id).values(updated_at=utcnow()))
+
+
 async def wait(session: AsyncSession, task_id: str, attempt: int, owner: str,
-               requested: ApprovalRequestedData) -> bool:
-    """Let the task wait for a decision, in the caller's transaction: status ``waiting``, the
-    lease handed back (no worker holds it), an ``approval.requested`` event; only if
-    ``attempt`` of ``owner`` still holds the lease (False otherwise)."""
+               requested: Sequence[ApprovalRequestedData]) -> bool:
+    """Let the task wait for decisions, in the caller's transaction: status ``waiting``, the
+    lease handed back (no worker holds it), an ``approval.requested`` event for each of
+    ``requested``; only if ``attempt`` of ``owner`` still holds the lease (False otherwise)."""
     now = utcnow()
     seq = await _transition(
         session, task_id, (Task.status == "running", *_holds(attempt, owner)),
         dict(status="waiting", lease_owner=None, lease_expires_at=None, updated_at=now),
-        "approval.requested", requested)
-    return seq is not None
+        "approval.requested", requested[0])
+    if seq is None:
+        return False
+    for more in requested[1:]:
+        await append_event(session, task_id, "approval.requested", more)
+    return True
 
 
 async def wake(session: AsyncSession, task_id: str, *, running: str | None = None) -> bool:

@@ -1,0 +1,197 @@
+"""``approval.parallel_siblings``: sibling nodes wait for decisions at the same time, the
+decisions come in any order, and every attempt replays the one before it exactly (no LLM call
+paid twice, the same events up to where it stopped)."""
+
+from __future__ import annotations
+
+import random
+import re
+from typing import Any
+
+import pytest
+
+from adapt.engine import MemorySink, RunConfig, run_task
+from adapt.engine.approvals import ApprovalRequest, Decision
+from adapt.engine.events import LLMCallMade, NodeCreated, NodeUpdated, StepAppended
+from adapt.errors import AwaitingApproval
+from adapt.llm.base import ChatRequest
+from adapt.llm.recording import Recording, RecordingModel, ReplayCursor, ReplayModel
+from adapt.llm.testing import FunctionModel
+from tests.engine.toy import ToyEnv
+
+FAIL = "think: I cannot do this. Task failed!"
+DONE = "think: Task completed!"
+ITEMS = [f"item {i}" for i in range(1, 9)]
+PLAN = "\n".join([*(f"Step {i}: {s}" for i, s in enumerate(ITEMS, 1)),
+                  "Execution Order: (" + " AND ".join(f"Step {i}" for i in range(1, 9)) + ")"])
+
+
+def executor_reply(request: ChatRequest) -> str:
+    """The root fails; a step ``item k`` proposes ``ok item k`` (gated), proposes again after
+    a rejection, and is done once the environment did something."""
+    prompt = request.as_prompt()
+    goal = re.findall(r"Goal: ([^.\n]+)\.", prompt)[-1]
+    if goal == "root goal":
+        return FAIL
+    tail = prompt[prompt.rindex(f"Goal: {goal}."):]
+    if "Did " in tail:
+        return DONE
+    if "rejected your previous action" in tail:
+        return f"ok {goal} again"
+    return f"ok {goal}"
+
+
+def config(parallel: bool) -> RunConfig:
+    return RunConfig(d_max=2, approval={"actions": ["ok"], "parallel_siblings": parallel})
+
+
+def choose(request: ApprovalRequest) -> Decision:
+    """The person: items 2 and 5 are rejected once, 3 and 7 edited, the rest approved."""
+    item = int(str(request.proposal["action"]).split()[2])
+    if request.number == 1 and item in (2, 5):
+        return Decision(decision="reject", reason=f"not {item} yet")
+    if item in (3, 7):
+        return Decision(decision="edit", proposal={"action": f"ok edited {item}"})
+    return Decision(decision="approve")
+
+
+def signature(sink: MemorySink) -> list[tuple[Any, ...]]:
+    """What a database sink counts on a later attempt to repeat, in order."""
+    out: list[tuple[Any, ...]] = []
+    for e in sink.events:
+        if isinstance(e, NodeCreated | NodeUpdated):
+            out.append((type(e).__name__, e.node.id, e.node.status, e.node.success))
+        elif isinstance(e, StepAppended):
+            out.append(("step", e.step.node_id, e.step.index, e.step.text, e.step.observation))
+        elif isinstance(e, LLMCallMade):
+            out.append(("call", e.call.id, e.call.node_id, e.call.completion))
+    return out
+
+
+def shape(sink: MemorySink) -> dict[int, tuple[Any, ...]]:
+    return {i: (n.goal, n.status, n.success,
+                tuple((s.text, s.observation) for s in sink.steps.get(i, [])))
+            for i, n in sorted(sink.nodes.items())}
+
+
+async def straight_run() -> tuple[MemorySink, int]:
+    """One run, one node at a time, the person answering each request as it comes."""
+    ex, pl = FunctionModel(executor_reply, "ex"), FunctionModel(lambda r: PLAN, "pl")
+
+    async def gate(request: ApprovalRequest) -> Decision:
+        return choose(request)
+
+    sink = MemorySink()
+    result = await run_task(ToyEnv(), {"goal": "root goal"}, config(False), ex, pl,
+                            sink=sink, approvals=gate)
+    assert result.status == "succeeded", shape(sink)
+    return sink, len(ex.requests) + len(pl.requests)
+
+
+async def test_eight_pending_approvals_answered_in_shuffled_order() -> None:
+    straight, straight_calls = await straight_run()
+    assert straight_calls == 1 + 1 + 8 * 2 + 2  # root, plan, 8 x (ok, done), 2 asked again
+
+    ex, pl = FunctionModel(executor_reply, "ex"), FunctionModel(lambda r: PLAN, "pl")
+    decided: dict[str, Decision] = {}
+    recording = Recording()
+    previous: list[tuple[Any, ...]] = []
+    rng = random.Random(30)
+    attempts = 0
+    first_wait: list[ApprovalRequest] | None = None
+    while True:
+        attempts += 1
+        assert attempts < 40
+        cursor, fresh = ReplayCursor(), Recording()
+        models = [RecordingModel(ReplayModel(recording, live=m, cursor=cursor), recording=fresh)
+                  for m in (ex, pl)]
+        live_before = len(ex.requests) + len(pl.requests)
+        sink = MemorySink()
+
+        async def gate(request: ApprovalRequest) -> Decision | None:
+            return decided.get(request.key)
+
+        try:
+            result = await run_task(ToyEnv(), {"goal": "root goal"}, config(True), models[0],
+                                    models[1], sink=sink, approvals=gate)
+        except AwaitingApproval as stopped:
+            pending = stopped.requests
+        else:
+            break
+        # every attempt repeats the one before it up to where it stopped, paying nothing again
+        assert signature(sink)[:len(previous)] == previous
+        assert cursor.position == len(recording.calls), "every stored call was replayed"
+        previous, recording = signature(sink), fresh
+        assert all(sink.nodes[r.node_id].status == "awaiting_approval" for r in pending)
+        assert not any(r.key in decided for r in pending)
+        if first_wait is None:
+            first_wait = pending
+        rng.shuffle(pending)
+        for request in pending[:1 if attempts % 2 else 3]:  # one decision, or several
+            decided[request.key] = choose(request).model_copy(update={"order": len(decided)})
+        assert len(ex.requests) + len(pl.requests) >= live_before
+
+    assert first_wait is not None and len(first_wait) == 8, "8 requests pending at once"
+    assert sorted(r.node_id for r in first_wait) == list(range(2, 10))
+    assert result.status == "succeeded"
+    assert sorted(decided) == sorted([f"{n}:action:1" for n in range(2, 10)]
+                                     + ["3:action:2", "6:action:2"])
+    # the same tree as one straight run, and not one LLM call more
+    assert shape(sink) == shape(straight)
+    assert len(ex.requests) + len(pl.requests) == straight_calls
+    assert sink.nodes[4].status == "succeeded"
+    assert sink.steps[4][0].observation == "Did edited 3."
+
+
+async def test_a_decision_known_from_the_start_still_waits_its_turn() -> None:
+    """Every request parks in the first pass, decided or not, and the decided ones go on in
+    the order they were decided (not the order they were asked)."""
+    order: list[int] = []
+
+    class Env(ToyEnv):
+        def step(self, action: str) -> Any:
+            order.append(int(action.split()[-1]))
+            return super().step(action)
+
+    decided = {f"{n}:action:1": Decision(decision="approve", order=10 - n)
+               for n in range(2, 10)}
+
+    async def gate(request: ApprovalRequest) -> Decision | None:
+        return decided.get(request.key)
+
+    ex, pl = FunctionModel(executor_reply, "ex"), FunctionModel(lambda r: PLAN, "pl")
+    sink = MemorySink()
+    result = await run_task(Env(), {"goal": "root goal"}, config(True), ex, pl, sink=sink,
+                            approvals=gate)
+    assert result.status == "succeeded"
+    assert order == [8, 7, 6, 5, 4, 3, 2, 1], "decided last-to-first: run last-to-first"
+
+
+async def test_option_off_asks_one_at_a_time() -> None:
+    ex, pl = FunctionModel(executor_reply, "ex"), FunctionModel(lambda r: PLAN, "pl")
+    sink = MemorySink()
+    with pytest.raises(AwaitingApproval) as stopped:
+        await run_task(ToyEnv(), {"goal": "root goal"}, config(False), ex, pl, sink=sink)
+    assert [r.key for r in stopped.value.requests] == ["2:action:1"]
+    assert [n.id for n in sink.nodes.values() if n.status == "awaiting_approval"] == [2]
+    assert [n.status for n in sink.nodes.values()][2:] == ["pending"] * 7
+
+
+async def test_a_failed_child_stops_later_ones_from_starting() -> None:
+    """AND: a child that fails before the next one starts skips the rest; children started
+    already still end."""
+    def reply(request: ChatRequest) -> str:
+        goal = re.findall(r"Goal: ([^.\n]+)\.", request.as_prompt())[-1]
+        return FAIL if goal == "item 4" else executor_reply(request)
+
+    async def gate(request: ApprovalRequest) -> Decision:
+        return Decision(decision="approve")
+
+    sink = MemorySink()
+    result = await run_task(ToyEnv(), {"goal": "root goal"}, config(True),
+                            FunctionModel(reply, "ex"), FunctionModel(lambda r: PLAN, "pl"),
+                            sink=sink, approvals=gate)
+    assert result.status == "failed"
+    statuses = {i: n.status for i, n in sink.nodes.items()}
+    assert statuses == {1: "failed", 2: "succeeded", 3: "succeeded", 4: "succeeded",
+                        5: "failed", 6: "skipped", 7: "skipped", 8: "skipped", 9: "skipped"}
