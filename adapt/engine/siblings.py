@@ -28,7 +28,7 @@ stack of groups waiting for the child they started to settle; the innermost wait
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable, Callable, Coroutine
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
@@ -101,7 +101,7 @@ class Siblings:
         self._block()
         return await future
 
-    def start(self, group: Group, child: Coroutine[Any, Any, bool]) -> asyncio.Task[bool]:
+    def start(self, group: Group, child: Awaitable[bool]) -> asyncio.Task[bool]:
         """Start ``child`` as a task of ``group``; the caller then awaits :meth:`settle`."""
         self.active += 1
         group.remaining += 1
@@ -147,14 +147,13 @@ class Siblings:
             await group.waiting
 
     # -- the driver --------------------------------------------------------------------------
-    async def drive(self, main: Coroutine[Any, Any, T],
-                    flush: Callable[[], Awaitable[None]]) -> T:
+    async def drive(self, main: Awaitable[T], flush: Callable[[], Awaitable[None]]) -> T:
         """Run ``main`` (the strategy) to its end, handing decisions to the parked requests in
         the order they were made; ``AwaitingApproval`` with every pending request when none of
         them has a decision (after ``flush``)."""
         loop = asyncio.get_running_loop()
         self.active = 1
-        task = asyncio.create_task(main)
+        task = asyncio.create_task(_awaited(main))
         try:
             while True:
                 self._idle = loop.create_future()
@@ -186,6 +185,10 @@ class Siblings:
         for p in waiting:
             p.future.set_exception(AwaitingApproval([p.request]))
         await asyncio.gather(task, *self._tasks, return_exceptions=True)
+
+
+async def _awaited(awaitable: Awaitable[T]) -> T:
+    return await awaitable
 
 
 __all__ = ["Group", "Parked", "Siblings"]
