@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -16,7 +17,7 @@ from adapt.engine.events import LLMCallMade, NodeCreated, NodeUpdated, StepAppen
 from adapt.errors import AwaitingApproval
 from adapt.llm.base import ChatRequest
 from adapt.llm.recording import Recording, RecordingModel, ReplayCursor, ReplayModel
-from adapt.llm.testing import FunctionModel
+from adapt.llm.testing import FunctionModel, Reply
 from tests.engine.toy import ToyEnv
 
 FAIL = "think: I cannot do this. Task failed!"
@@ -88,59 +89,108 @@ async def straight_run() -> tuple[MemorySink, int]:
     return sink, len(ex.requests) + len(pl.requests)
 
 
-async def test_eight_pending_approvals_answered_in_shuffled_order() -> None:
-    straight, straight_calls = await straight_run()
-    assert straight_calls == 1 + 1 + 8 * 2 + 2  # root, plan, 8 x (ok, done), 2 asked again
-
-    ex, pl = FunctionModel(executor_reply, "ex"), FunctionModel(lambda r: PLAN, "pl")
+async def resumed_until_done(
+    executor: Reply, planner: Reply, cfg: RunConfig, person: Callable[[ApprovalRequest], Decision],
+    seed: int,
+) -> tuple[MemorySink, Any, int, list[list[ApprovalRequest]], dict[str, Decision]]:
+    """Run, and after each stop decide some pending requests (shuffled) and run again from the
+    recording, as the service does; checks that each attempt replays the one before it."""
+    ex, pl = FunctionModel(executor, "ex"), FunctionModel(planner, "pl")
     decided: dict[str, Decision] = {}
     recording = Recording()
     previous: list[tuple[Any, ...]] = []
-    rng = random.Random(30)
-    attempts = 0
-    first_wait: list[ApprovalRequest] | None = None
+    rng = random.Random(seed)
+    waits: list[list[ApprovalRequest]] = []
     while True:
-        attempts += 1
-        assert attempts < 40
+        assert len(waits) < 40
         cursor, fresh = ReplayCursor(), Recording()
         models = [RecordingModel(ReplayModel(recording, live=m, cursor=cursor), recording=fresh)
                   for m in (ex, pl)]
-        live_before = len(ex.requests) + len(pl.requests)
         sink = MemorySink()
 
         async def gate(request: ApprovalRequest) -> Decision | None:
             return decided.get(request.key)
 
         try:
-            result = await run_task(ToyEnv(), {"goal": "root goal"}, config(True), models[0],
+            result = await run_task(ToyEnv(), {"goal": "root goal"}, cfg, models[0],
                                     models[1], sink=sink, approvals=gate)
         except AwaitingApproval as stopped:
-            pending = stopped.requests
+            pending = list(stopped.requests)
         else:
-            break
+            return sink, result, len(ex.requests) + len(pl.requests), waits, decided
         # every attempt repeats the one before it up to where it stopped, paying nothing again
         assert signature(sink)[:len(previous)] == previous
         assert cursor.position == len(recording.calls), "every stored call was replayed"
         previous, recording = signature(sink), fresh
         assert all(sink.nodes[r.node_id].status == "awaiting_approval" for r in pending)
         assert not any(r.key in decided for r in pending)
-        if first_wait is None:
-            first_wait = pending
+        waits.append(list(pending))
         rng.shuffle(pending)
-        for request in pending[:1 if attempts % 2 else 3]:  # one decision, or several
-            decided[request.key] = choose(request).model_copy(update={"order": len(decided)})
-        assert len(ex.requests) + len(pl.requests) >= live_before
+        for request in pending[:1 if len(waits) % 2 else 3]:  # one decision, or several
+            decided[request.key] = person(request).model_copy(update={"order": len(decided)})
 
-    assert first_wait is not None and len(first_wait) == 8, "8 requests pending at once"
-    assert sorted(r.node_id for r in first_wait) == list(range(2, 10))
+
+async def test_eight_pending_approvals_answered_in_shuffled_order() -> None:
+    straight, straight_calls = await straight_run()
+    assert straight_calls == 1 + 1 + 8 * 2 + 2  # root, plan, 8 x (ok, done), 2 asked again
+
+    sink, result, calls, waits, decided = await resumed_until_done(
+        executor_reply, lambda r: PLAN, config(True), choose, 30)
+    assert len(waits[0]) == 8, "8 requests pending at once"
+    assert sorted(r.node_id for r in waits[0]) == list(range(2, 10))
+    assert len(waits) > 4
     assert result.status == "succeeded"
     assert sorted(decided) == sorted([f"{n}:action:1" for n in range(2, 10)]
                                      + ["3:action:2", "6:action:2"])
     # the same tree as one straight run, and not one LLM call more
     assert shape(sink) == shape(straight)
-    assert len(ex.requests) + len(pl.requests) == straight_calls
+    assert calls == straight_calls
     assert sink.nodes[4].status == "succeeded"
     assert sink.steps[4][0].observation == "Did edited 3."
+
+
+def nested_planner(request: ChatRequest) -> str:
+    """The root: three parts (AND); part k: two items, OR for part 2, AND for the others."""
+    goal = re.findall(r"Goal: ([^.\n]+)\.", request.as_prompt())[-1]
+    if goal == "root goal":
+        return "Step 1: part 1\nStep 2: part 2\nStep 3: part 3\n" \
+               "Execution Order: (Step 1 AND Step 2 AND Step 3)"
+    k = goal.split()[-1]
+    op = "OR" if k == "2" else "AND"
+    return f"Step 1: item {k}a\nStep 2: item {k}b\nExecution Order: (Step 1 {op} Step 2)"
+
+
+def nested_executor(request: ChatRequest) -> str:
+    goal = re.findall(r"Goal: ([^.\n]+)\.", request.as_prompt())[-1]
+    return FAIL if goal.startswith("part") else executor_reply(request)
+
+
+async def test_nested_groups_wait_at_every_level() -> None:
+    """A parked grandchild parks its parent too: the next part starts; an OR group stays one
+    at a time. Approved in a shuffled order, resumed after each: the straight run's tree."""
+    cfg = RunConfig(d_max=3, approval={"actions": ["ok"], "parallel_siblings": True})
+
+    def approve(request: ApprovalRequest) -> Decision:
+        return Decision(decision="approve")
+
+    async def gate(request: ApprovalRequest) -> Decision:
+        return approve(request)
+
+    ex, pl = FunctionModel(nested_executor, "ex"), FunctionModel(nested_planner, "pl")
+    straight = MemorySink()
+    plain = await run_task(ToyEnv(), {"goal": "root goal"}, RunConfig(
+        d_max=3, approval={"actions": ["ok"]}), ex, pl, sink=straight, approvals=gate)
+    assert plain.status == "succeeded"
+
+    sink, result, calls, waits, _ = await resumed_until_done(
+        nested_executor, nested_planner, cfg, approve, 3)
+    goals = {i: n.goal for i, n in sink.nodes.items()}
+    assert sorted(goals[r.node_id] for r in waits[0]) == [
+        "item 1a", "item 1b", "item 2a", "item 3a", "item 3b"]
+    assert result.status == "succeeded"
+    assert shape(sink) == shape(straight)
+    assert calls == len(ex.requests) + len(pl.requests), "the straight run's live calls"
+    assert sink.nodes[next(i for i, g in goals.items() if g == "item 2b")].status == "skipped"
 
 
 async def test_a_decision_known_from_the_start_still_waits_its_turn() -> None:
