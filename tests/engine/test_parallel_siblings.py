@@ -4,6 +4,7 @@ paid twice, the same events up to where it stopped)."""
 
 from __future__ import annotations
 
+import asyncio
 import random
 import re
 from collections.abc import Callable
@@ -245,3 +246,24 @@ async def test_a_failed_child_stops_later_ones_from_starting() -> None:
     statuses = {i: n.status for i, n in sink.nodes.items()}
     assert statuses == {1: "failed", 2: "succeeded", 3: "succeeded", 4: "succeeded",
                         5: "failed", 6: "skipped", 7: "skipped", 8: "skipped", 9: "skipped"}
+
+
+@pytest.mark.parametrize("calls", [6, 14])
+async def test_a_budget_ending_the_run_closes_the_nodes_that_wait(calls: int) -> None:
+    """A budget runs out in one child while others wait (6: in the first pass, 14: after
+    some decisions): the run ends budget_exceeded, no coroutine is left behind and no node
+    stays awaiting_approval."""
+    async def gate(request: ApprovalRequest) -> Decision:
+        return Decision(decision="approve")
+
+    sink = MemorySink()
+    cfg = RunConfig(d_max=2, budget={"max_llm_calls": calls},
+                    approval={"actions": ["ok"], "parallel_siblings": True})
+    result = await run_task(ToyEnv(), {"goal": "root goal"}, cfg,
+                            FunctionModel(executor_reply, "ex"),
+                            FunctionModel(lambda r: PLAN, "pl"), sink=sink, approvals=gate)
+    assert result.status == "budget_exceeded" and result.usage.llm_calls == calls
+    statuses = [n.status for n in sink.nodes.values()]
+    assert "awaiting_approval" not in statuses and "running" not in statuses, statuses
+    assert statuses.count("succeeded") == (0 if calls == 6 else 4)
+    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
