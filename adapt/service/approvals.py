@@ -191,6 +191,8 @@ async def expire_overdue(sessions: async_sessionmaker[AsyncSession]) -> list[str
             if config.on_timeout == "fail":
                 message = (f"approval {approval_id} had no decision before the deadline "
                            f"({seconds:g} s)")
+                # the task row's lock first, as a decision takes it (no deadlock between them)
+                await task_rows.touch(session, task_id)
                 if await store.expire(session, approval_id, now) and await task_rows.fail_waiting(
                         session, task_id, message):
                     await webhook_store.record_end(session, task_id, f"deadline:{approval_id}",
