@@ -173,11 +173,12 @@ class Siblings:
                 await self._unwind(task, waiting)
             return task.result()
         finally:
-            if not task.done():  # the caller was cancelled
+            left = [t for t in (task, *self._tasks) if not t.done()]
+            if left:  # the caller was cancelled (or the flush failed): nothing stays behind
                 self._stopping = True
-                for t in (task, *self._tasks):
+                for t in left:
                     t.cancel()
-                await asyncio.gather(task, *self._tasks, return_exceptions=True)
+                await asyncio.gather(*left, return_exceptions=True)
 
     async def _unwind(self, task: asyncio.Task[Any], waiting: list[Parked]) -> None:
         """End the parked coroutines the way a sequential run stops: with AwaitingApproval."""
