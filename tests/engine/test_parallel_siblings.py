@@ -267,3 +267,24 @@ async def test_a_budget_ending_the_run_closes_the_nodes_that_wait(calls: int) ->
     assert "awaiting_approval" not in statuses and "running" not in statuses, statuses
     assert statuses.count("succeeded") == (0 if calls == 6 else 4)
     assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
+
+
+async def test_cancelling_the_run_leaves_no_task_behind() -> None:
+    """The run is cancelled from outside (a worker shutting down) while siblings are parked
+    and one of them waits for its model: every coroutine of the run ends."""
+    stuck = asyncio.Event()
+
+    async def slow(request: ChatRequest) -> str:
+        if "Goal: item 3." in request.as_prompt():
+            stuck.set()
+            await asyncio.Event().wait()  # never answers
+        return executor_reply(request)
+
+    run = asyncio.create_task(run_task(
+        ToyEnv(), {"goal": "root goal"}, config(True), FunctionModel(slow, "ex"),
+        FunctionModel(lambda r: PLAN, "pl"), sink=MemorySink()))
+    await asyncio.wait_for(stuck.wait(), 10)
+    run.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await run
+    assert [t for t in asyncio.all_tasks() if t is not asyncio.current_task()] == []
