@@ -15,7 +15,7 @@ import asyncio
 from collections.abc import Awaitable, Callable
 
 from adapt.engine.node_runner import NodeRunner
-from adapt.engine.siblings import Group
+from adapt.engine.siblings import Group, Siblings
 from adapt.engine.tree import LogicExpr, LogicGroup, Node, StepRef
 
 #: how a strategy solves one task node of the tree (True: it succeeded)
@@ -79,7 +79,7 @@ class PlanTree:
     async def run_children(self, op: str, kids: list[Node]) -> bool:
         run = self.run
         if op == "and" and run.siblings is not None:
-            return await self._and_siblings(kids)
+            return await self._and_siblings(kids, run.siblings)
         decided: bool | None = None
         decider: Node | None = None
         ran_any = False
@@ -101,13 +101,11 @@ class PlanTree:
         # with a reward, which satisfies the goal).
         return (op == "and" and ran_any) or (run.episode_done and run.reward > 0)
 
-    async def _and_siblings(self, kids: list[Node]) -> bool:
+    async def _and_siblings(self, kids: list[Node], siblings: Siblings) -> bool:
         """An AND group with ``approval.parallel_siblings``: each child starts once the one
         before it ended or waits for a decision (``adapt.engine.siblings``); a failed child
         stops the start of later ones (skipped), children already started still end."""
         run = self.run
-        siblings = run.siblings
-        assert siblings is not None
         group = Group()
         started: list[tuple[Node, asyncio.Task[bool]]] = []
         decider: Node | None = None
