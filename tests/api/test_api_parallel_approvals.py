@@ -81,6 +81,9 @@ async def test_eight_pending_approvals_answered_in_shuffled_order(
     tree = (await client.get(f"{url}/tree")).json()["tree"]
     assert [c["status"] for c in tree["children"]] == ["awaiting_approval"] * 8
     assert (await client.get(url)).json()["status"] == "waiting"
+    evs = (await client.get(f"{url}/events", params={"since": 0})).json()["events"]
+    requested = [e["data"]["approval_id"] for e in evs if e["type"] == "approval.requested"]
+    assert sorted(requested) == sorted(i["id"] for i in listed), "one event per request"
 
     rng = random.Random(30)
     order = list(listed)
