@@ -9,7 +9,9 @@ again in the same order, so a decision stored once is found by every later attem
 
 No decision yet: the engine stores what it did so far and raises ``AwaitingApproval``; the
 caller (the service) records the request, lets the task wait without a worker, and runs it
-again once decided (the replay pays no LLM call again). A decision:
+again once decided (the replay pays no LLM call again). With ``parallel_siblings`` the later
+AND siblings of a node that waits start too, and the run stops with every request that waits
+(:mod:`adapt.engine.siblings`). A decision:
 
 - ``approve``: the proposal runs as it is;
 - ``edit``: the changed proposal runs instead (validated as the planner's plan would be:
