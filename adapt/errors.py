@@ -215,11 +215,19 @@ class AwaitingApproval(TaskInterrupted):
     """The run reached a point the task asked a person to approve (``RunConfig.approval``) and
     no decision is recorded yet: the attempt stops there, everything before it stored, and the
     task waits (no lease, no worker) until the decision comes. ``request`` is the engine's
-    ``ApprovalRequest``."""
+    ``ApprovalRequest``; ``requests`` every request the run waits for (more than one only
+    with ``approval.parallel_siblings``: sibling nodes that wait at the same time), in the
+    order they were made."""
 
     def __init__(self, request: Any) -> None:
-        super().__init__(f"node {request.node_id} awaits approval of its {request.kind}")
-        self.request = request
+        requests = list(request) if isinstance(request, list | tuple) else [request]
+        first = requests[0]
+        message = f"node {first.node_id} awaits approval of its {first.kind}"
+        if len(requests) > 1:
+            message += f" (and {len(requests) - 1} more requests wait)"
+        super().__init__(message)
+        self.request = first
+        self.requests = requests
 
 
 class InvalidProposal(UserError):

@@ -9,7 +9,9 @@ again in the same order, so a decision stored once is found by every later attem
 
 No decision yet: the engine stores what it did so far and raises ``AwaitingApproval``; the
 caller (the service) records the request, lets the task wait without a worker, and runs it
-again once decided (the replay pays no LLM call again). A decision:
+again once decided (the replay pays no LLM call again). With ``parallel_siblings`` the later
+AND siblings of a node that waits start too, and the run stops with every request that waits
+(:mod:`adapt.engine.siblings`). A decision:
 
 - ``approve``: the proposal runs as it is;
 - ``edit``: the changed proposal runs instead (validated as the planner's plan would be:
@@ -58,6 +60,13 @@ class ApprovalConfig(BaseModel):
         "(the model hears that nobody approved in time, and proposes again) or 'fail' (the "
         "task ends failed).")
 
+    parallel_siblings: bool = Field(
+        default=False,
+        description="While a node waits for a decision, its later AND siblings start too "
+        "(each runs until it ends or waits for a decision of its own), so one task can wait "
+        "on several approvals at once, answered in any order. For environments whose "
+        "sub-tasks do not depend on each other's progress; strategies that plan only.")
+
     @property
     def any(self) -> bool:
         return self.plans or bool(self.actions)
@@ -89,6 +98,10 @@ class Decision(BaseModel):
     reason: str | None = None
     #: the changed proposal of an ``edit``
     proposal: dict[str, Any] | None = None
+    #: the decision's place among the task's decisions, in the order they were made (the
+    #: service numbers them as it stores them); with ``approval.parallel_siblings`` the parked
+    #: requests go on in this order (None: in the order they were asked)
+    order: int | None = None
 
 
 #: how the engine learns the decision on a request (None: none yet)

@@ -27,6 +27,7 @@ from adapt.engine.events import (
     TreeSink,
     as_sink,
 )
+from adapt.engine.siblings import Siblings
 from adapt.engine.tree import LLMCall, MonitorTotals, Node, Step, UsageTotals
 from adapt.envs.base import Environment
 from adapt.errors import AwaitingApproval, BudgetError, CancelledByUser, ProviderError
@@ -125,6 +126,10 @@ class Run:
         self.approvals = approvals
         #: approval requests made so far, per (node id, kind)
         self._asked: dict[tuple[int, str], int] = {}
+        #: the scheduler of sibling nodes that wait at the same time
+        #: (``approval.parallel_siblings``); None: one node at a time
+        self.siblings: Siblings | None = (
+            Siblings() if config.approval.parallel_siblings else None)
         #: the run's use of the experience library (``run_task(library=...)``); None: none
         self.experience: Experience | None = None
         if library is not None:
@@ -203,14 +208,20 @@ class Run:
         """Ask for a decision on ``proposal`` at ``node``: the node is ``awaiting_approval``
         until it comes. With no decision yet, what happened so far is stored and
         ``AwaitingApproval`` stops the run (a replay of it asks the same question again, in
-        the same place, and finds the decision once it is made)."""
+        the same place, and finds the decision once it is made).
+
+        With ``approval.parallel_siblings`` the request always parks (``Run.siblings``), with
+        its decision or without: the scheduler hands the decision back when its turn comes,
+        and stops the run once no parked request has one."""
         number = self._asked.get((node.id, kind), 0) + 1
         self._asked[(node.id, kind)] = number
         request = ApprovalRequest(node_id=node.id, kind=kind, number=number, proposal=proposal)
         status = node.status
         await self.update(node, status="awaiting_approval")
         decision = await self.approvals(request) if self.approvals is not None else None
-        if decision is None:
+        if self.siblings is not None:
+            decision = await self.siblings.park(request, decision)
+        elif decision is None:
             await self.sink.flush()
             raise AwaitingApproval(request)
         await self.update(node, status=status)

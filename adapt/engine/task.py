@@ -101,7 +101,10 @@ async def run_task(
     error: str | None = None
     exceeded: str | None = None
     try:
-        await strategy(run, root_goal, task)
+        if run.siblings is not None:  # sibling nodes that wait at the same time
+            await run.siblings.drive(strategy(run, root_goal, task), run.sink.flush)
+        else:
+            await strategy(run, root_goal, task)
         root = run.nodes[1]
         status = "succeeded" if root.success else "failed"
     except BudgetError as exc:
@@ -185,7 +188,8 @@ async def _final_action(run: Run, action: str) -> None:
 
 async def _close_unfinished(run: Run, running_to: NodeStatus, reason: str) -> None:
     for node in sorted(run.nodes.values(), key=lambda n: n.id):
-        if node.status == "running":
+        # (awaiting_approval: a sibling that waited when another ended the run)
+        if node.status in ("running", "awaiting_approval"):
             await run.update(node, status=running_to, success=False, error=reason)
         elif node.status == "pending":
             await run.update(node, status="cancelled" if running_to == "cancelled" else "skipped",

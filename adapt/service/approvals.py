@@ -2,7 +2,8 @@
 
 - A worker's attempt gets a gate (:func:`gate_for`) that answers the engine's approval
   requests from the decisions stored so far. A request with no decision stops the attempt
-  (``AwaitingApproval``); :func:`wait` then stores the request, hands the lease back and sets
+  (``AwaitingApproval``; with ``approval.parallel_siblings`` several requests of sibling nodes
+  at once); :func:`wait` then stores the requests, hands the lease back and sets
   the task ``waiting``, with an ``approval.requested`` event (and webhook deliveries), in one
   transaction. Nothing polls: the task is a row until someone decides.
 - :func:`decide` (the API's ``POST /tasks/{id}/approvals/{approval_id}``) records the decision
@@ -14,7 +15,7 @@
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -56,30 +57,44 @@ def requested_data(task_id: str, row: ApprovalRow) -> dict[str, Any]:
 
 
 async def wait(sessions: async_sessionmaker[AsyncSession], task: Task, attempt: int,
-               owner: str, request: ApprovalRequest, wake: Callable[[], None] | None = None,
-               *, timeout_seconds: float | None = None) -> str | None:
-    """Store ``request`` (due in ``timeout_seconds``, if given) and let ``task`` wait for it
-    (``waiting``); ``None`` when this attempt lost its lease meanwhile, ``queued`` when the
-    request was decided meanwhile (the task is queued again at once)."""
+               owner: str, requests: Sequence[ApprovalRequest],
+               wake: Callable[[], None] | None = None, *,
+               timeout_seconds: float | None = None) -> str | None:
+    """Store ``requests`` (each due in ``timeout_seconds``, if given: more than one when
+    sibling nodes wait at the same time) and let ``task`` wait for them (``waiting``);
+    ``None`` when this attempt lost its lease meanwhile, ``queued`` when one of them was
+    decided meanwhile (the task is queued again at once)."""
     async with sessions.begin() as session:
-        row = await store.add_request(session, task.id, request,
-                                      deadline_seconds=timeout_seconds)
-        if row.status != "pending":
+        # the task row's lock first: a decision (which takes it too) is then either seen
+        # below or stored after this commits, when it finds the task waiting and wakes it
+        await task_rows.touch(session, task.id)
+        rows: list[ApprovalRow] = []
+        new: list[ApprovalRow] = []
+        for request in requests:
+            row, created = await store.add_request(session, task.id, request,
+                                                   deadline_seconds=timeout_seconds)
+            rows.append(row)
+            if created:
+                new.append(row)
+        if any(row.status != "pending" for row in rows):
             ok = await task_rows.wake(session, task.id, running=owner)
             return "queued" if ok else None
-        if not await task_rows.wait(session, task.id, attempt, owner, ApprovalRequestedData(
-                approval_id=row.id, node_id=row.node_id, kind=row.kind,
-                proposal=row.proposal)):
+        # each request is announced once; one asked again (a sibling still waiting) only when
+        # nothing new waits, as the event of this stop
+        announced = new or rows[:1]
+        if not await task_rows.wait(session, task.id, attempt, owner, [
+                ApprovalRequestedData(approval_id=row.id, node_id=row.node_id, kind=row.kind,
+                                      proposal=row.proposal) for row in announced]):
             await session.rollback()
             return None
         endpoints = await webhook_store.targets_in(session, task.id, task.tenant)
         added = 0
-        if endpoints:
-            added = await webhook_store.record(session, task.id, "approval.requested",
-                                               f"approval:{row.id}",
-                                               requested_data(task.id, row), endpoints)
-    log.info("task %s waits for approval %s (node %d, %s)", task.id, row.id, row.node_id,
-             row.kind)
+        for row in announced if endpoints else ():
+            added += await webhook_store.record(session, task.id, "approval.requested",
+                                                f"approval:{row.id}",
+                                                requested_data(task.id, row), endpoints)
+    log.info("task %s waits for %d approval(s): %s", task.id, len(rows),
+             ", ".join(f"{row.id} (node {row.node_id}, {row.kind})" for row in rows))
     if added and wake is not None:
         wake()
     return "waiting"
@@ -132,15 +147,22 @@ async def decide(session: AsyncSession, task: Task, approval_id: str, decision: 
             raise InvalidField("proposal", f"a proposal goes with an edit, not a {decision}")
         if decision == "reject":
             changes = {"reason": reason}
-    if not await store.decide(session, row.id, decision, reason=reason, edited=edited,
-                              changes=changes, decided_by=decided_by, tenant=tenant):
-        await session.rollback()
-        raise NotDecidable(f"approval {approval_id} was decided already")
+    # the event first: it takes the task row's lock, so decisions are numbered in the order
+    # they commit (the order sibling nodes waiting at the same time go on in)
     await task_rows.append_event(session, task.id, "approval.decided", ApprovalDecidedData(
         approval_id=row.id, node_id=row.node_id, kind=row.kind, decision=decision,
         reason=reason, decided_by=decided_by))
+    number = await store.next_decision_number(session, task.id)
+    if not await store.decide(session, row.id, decision, reason=reason, edited=edited,
+                              changes=changes, decided_by=decided_by, tenant=tenant,
+                              number=number):
+        await session.rollback()
+        raise NotDecidable(f"approval {approval_id} was decided already")
     woken = False
-    if await store.pending_count(session, task.id) == 0:
+    # one node at a time: once nothing else waits; sibling nodes waiting at the same time:
+    # at each decision (its node goes on while the others wait)
+    if (ApprovalConfig.model_validate((task.run_config or {}).get("approval") or {})
+            .parallel_siblings or await store.pending_count(session, task.id) == 0):
         woken = await task_rows.wake(session, task.id)
     await session.commit()
     log.info("task %s: approval %s %s by %s", task.id, row.id, store.DECIDED[decision],
@@ -171,6 +193,8 @@ async def expire_overdue(sessions: async_sessionmaker[AsyncSession]) -> list[str
             if config.on_timeout == "fail":
                 message = (f"approval {approval_id} had no decision before the deadline "
                            f"({seconds:g} s)")
+                # the task row's lock first, as a decision takes it (no deadlock between them)
+                await task_rows.touch(session, task_id)
                 if await store.expire(session, approval_id, now) and await task_rows.fail_waiting(
                         session, task_id, message):
                     await webhook_store.record_end(session, task_id, f"deadline:{approval_id}",

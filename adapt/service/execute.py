@@ -229,7 +229,7 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
             return None
         wake = ctx.webhook_sender.wake if ctx.webhook_sender is not None else None
         return await approvals.wait(ctx.sessions, run.task, attempt, ctx.worker_id,
-                                    exc.request, wake,
+                                    exc.requests, wake,
                                     timeout_seconds=run.config.approval.timeout_seconds)
     except ProviderUnavailable as exc:
         log.warning("task %s: provider unavailable: %s", task_id, exc)

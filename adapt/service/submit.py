@@ -30,6 +30,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from adapt.engine.config import ModelSpecs, ResolvedConfig, RunConfig
 from adapt.engine.resolve import BudgetLimits, resolve_config
 from adapt.engine.strategies import available_strategies
+from adapt.engine.strategies.registry import NO_SIBLINGS
 from adapt.envs import registry
 from adapt.errors import InvalidConfig, OverLimit, UnknownEnvironment, UserError
 from adapt.service.errors import IdempotencyConflict, RateLimited, SubmissionInvalid
@@ -195,6 +196,11 @@ def validate_submission(sub: Submission, settings: Settings) -> Validated:
             "strategy",
             f"unknown strategy {resolved.strategy!r}; available: {', '.join(strategies)}",
         )
+    if resolved.approval.parallel_siblings and resolved.strategy in NO_SIBLINGS:
+        raise SubmissionInvalid("approval.parallel_siblings", (
+            f"strategy {resolved.strategy!r} runs no plan, so no node has siblings to start "
+            "while one waits for a decision; use a strategy that plans (adapt, "
+            "plan_and_execute) or leave approval.parallel_siblings off"))
     try:
         paths = check_server_paths(config, settings.path_roots)
         check_named_paths(env_cls, config, settings.path_roots)

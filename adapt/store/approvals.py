@@ -17,7 +17,8 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine.approvals import ApprovalRequest, Decision, DecisionKind
-from adapt.store.models import ApprovalRow, utcnow
+from adapt.engine.tree import FINAL_STATUSES
+from adapt.store.models import ApprovalRow, Task, utcnow
 
 #: the row's status after each decision
 DECIDED: dict[str, str] = {"approve": "approved", "reject": "rejected", "edit": "edited"}
@@ -39,12 +40,12 @@ async def find(session: AsyncSession, task_id: str, request: ApprovalRequest
 
 
 async def add_request(session: AsyncSession, task_id: str, request: ApprovalRequest, *,
-                      deadline_seconds: float | None = None) -> ApprovalRow:
+                      deadline_seconds: float | None = None) -> tuple[ApprovalRow, bool]:
     """The row of ``request``: the one stored already, or a new pending one (in the caller's
-    transaction), due by ``deadline_seconds`` from now if given."""
+    transaction), due by ``deadline_seconds`` from now if given; and whether it is new."""
     row = await find(session, task_id, request)
     if row is not None:
-        return row
+        return row, False
     now = utcnow()
     row = ApprovalRow(id=uuid.uuid4().hex, task_id=task_id, node_id=request.node_id,
                       kind=request.kind, number=request.number, proposal=request.proposal,
@@ -53,7 +54,7 @@ async def add_request(session: AsyncSession, task_id: str, request: ApprovalRequ
                       else now + timedelta(seconds=deadline_seconds))
     session.add(row)
     await session.flush()
-    return row
+    return row, True
 
 
 async def decisions(sessions: async_sessionmaker[AsyncSession], task_id: str
@@ -66,7 +67,16 @@ async def decisions(sessions: async_sessionmaker[AsyncSession], task_id: str
 
 
 def decision_of(row: ApprovalRow) -> Decision:
-    return Decision(decision=DECISION_OF[row.status], reason=row.reason, proposal=row.edited)
+    return Decision(decision=DECISION_OF[row.status], reason=row.reason, proposal=row.edited,
+                    order=row.decided_seq)
+
+
+async def next_decision_number(session: AsyncSession, task_id: str) -> int:
+    """The number of the task's next decision. Call it once the transaction holds the task
+    row's lock (it appended an event): decisions are then numbered in the order they commit."""
+    last = (await session.execute(select(func.max(ApprovalRow.decided_seq)).where(
+        ApprovalRow.task_id == task_id))).scalar_one_or_none()
+    return int(last or 0) + 1
 
 
 async def for_task(session: AsyncSession, task_id: str, *, status: str | None = None
@@ -93,11 +103,15 @@ async def pending_count(session: AsyncSession, task_id: str) -> int:
 
 async def overdue(sessions: async_sessionmaker[AsyncSession], now: datetime, limit: int = 100
                   ) -> list[tuple[str, str]]:
-    """(task id, approval id) of pending requests whose deadline passed, oldest first."""
+    """(task id, approval id) of pending requests of unfinished tasks whose deadline
+    passed, oldest first (a task that failed at one request's deadline, or was cancelled,
+    leaves its sibling requests pending: they are not returned again and again)."""
     async with sessions() as session:
         rows = (await session.execute(
             select(ApprovalRow.task_id, ApprovalRow.id)
-            .where(ApprovalRow.status == "pending", ApprovalRow.deadline_at < now)
+            .join(Task, Task.id == ApprovalRow.task_id)
+            .where(ApprovalRow.status == "pending", ApprovalRow.deadline_at < now,
+                   Task.status.not_in(FINAL_STATUSES))
             .order_by(ApprovalRow.deadline_at).limit(limit))).all()
     return [(str(r[0]), str(r[1])) for r in rows]
 
@@ -117,14 +131,16 @@ async def expire(session: AsyncSession, approval_id: str, at: datetime) -> bool:
 async def decide(session: AsyncSession, approval_id: str, decision: DecisionKind, *,
                  reason: str | None, edited: dict[str, Any] | None,
                  changes: dict[str, Any] | None, decided_by: str | None, tenant: str,
-                 at: datetime | None = None) -> bool:
-    """Record the decision on a pending request, in the caller's transaction; False when it
-    is no longer pending (decided concurrently)."""
+                 at: datetime | None = None, number: int | None = None) -> bool:
+    """Record the decision on a pending request, in the caller's transaction (``number``: its
+    place among the task's decisions, :func:`next_decision_number`); False when it is no
+    longer pending (decided concurrently)."""
     result = await session.execute(
         update(ApprovalRow)
         .where(ApprovalRow.id == approval_id, ApprovalRow.status == "pending")
         .values(status=DECIDED[decision], reason=reason, edited=edited, changes=changes,
-                decided_by=decided_by, decided_tenant=tenant, decided_at=at or utcnow())
+                decided_by=decided_by, decided_tenant=tenant, decided_at=at or utcnow(),
+                decided_seq=number)
         .returning(ApprovalRow.id)
         .execution_options(synchronize_session=False))
     return result.scalar_one_or_none() is not None

@@ -446,6 +446,11 @@ class ApprovalRow(Base):
     decided_tenant: Mapped[str | None] = mapped_column(String(128))
     requested_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     decided_at: Mapped[datetime | None] = mapped_column(UTCDateTime)
+    #: the decision's number among the task's decisions (1, 2, ...), taken under the task
+    #: row's lock as it is stored, so it follows the order decisions became visible (not
+    #: ``decided_at``); sibling nodes waiting at the same time go on in this order (migration
+    #: 0018; None: decided before it)
+    decided_seq: Mapped[int | None] = mapped_column(Integer)
     #: when nobody decided by then, ``approval.on_deadline`` decides (None: no deadline)
     deadline_at: Mapped[datetime | None] = mapped_column(UTCDateTime, index=True)
 

@@ -214,13 +214,19 @@ async def requeue(session: AsyncSession, task: Task) -> bool:
 
 
 # -- waiting for a person -------------------------------------------------------------------
+async def touch(session: AsyncSession, task_id: str) -> None:
+    """Take the task row's lock for the rest of the caller's transaction (a write that
+    changes nothing but ``updated_at``)."""
+    await session.execute(update(Task).where(Task.id == task_id).values(updated_at=utcnow()))
+
+
 async def wait(session: AsyncSession, task_id: str, attempt: int, owner: str,
-               requested: ApprovalRequestedData) -> bool:
-    """Let the task wait for a decision, in the caller's transaction: status ``waiting``, the
-    lease handed back (no worker holds it), an ``approval.requested`` event; only if
-    ``attempt`` of ``owner`` still holds the lease (False otherwise). The task's
-    ``resolved_goal``, written when a task finishes, is the root node's goal from now on, so a
-    waiting task says what it is doing (a goal the environment chose too)."""
+               requested: Sequence[ApprovalRequestedData]) -> bool:
+    """Let the task wait for decisions, in the caller's transaction: status ``waiting``, the
+    lease handed back (no worker holds it), an ``approval.requested`` event for each of
+    ``requested``; only if ``attempt`` of ``owner`` still holds the lease (False otherwise).
+    The task's ``resolved_goal``, written when a task finishes, is the root node's goal from
+    now on, so a waiting task says what it is doing (a goal the environment chose too)."""
     now = utcnow()
     root_goal = (select(NodeRow.goal).where(NodeRow.task_id == task_id,
                                             NodeRow.parent_id.is_(None))
@@ -229,8 +235,12 @@ async def wait(session: AsyncSession, task_id: str, attempt: int, owner: str,
         session, task_id, (Task.status == "running", *_holds(attempt, owner)),
         dict(status="waiting", lease_owner=None, lease_expires_at=None, updated_at=now,
              resolved_goal=func.coalesce(Task.resolved_goal, root_goal)),
-        "approval.requested", requested)
-    return seq is not None
+        "approval.requested", requested[0])
+    if seq is None:
+        return False
+    for more in requested[1:]:
+        await append_event(session, task_id, "approval.requested", more)
+    return True
 
 
 async def wake(session: AsyncSession, task_id: str, *, running: str | None = None) -> bool:

@@ -57,6 +57,10 @@ class ApprovalPublic(BaseModel):
     decided_tenant: str | None
     requested_at: datetime
     decided_at: datetime | None
+    decided_seq: int | None = Field(
+        default=None, description="The decision's number among the task's decisions (1, 2, "
+        "...), in the order they were stored; sibling nodes that wait at the same time "
+        "(approval.parallel_siblings) go on in this order. null: not decided.")
 
 
 class ApprovalList(BaseModel):

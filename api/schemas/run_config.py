@@ -117,6 +117,7 @@ class ApprovalConfig(BaseModel):
     actions: list[ActionName] = engine(EngineApproval, "actions")
     timeout_seconds: float | None = engine(EngineApproval, "timeout_seconds")
     on_timeout: TimeoutOutcome = engine(EngineApproval, "on_timeout")
+    parallel_siblings: bool = engine(EngineApproval, "parallel_siblings")
 
 
 class ReuseConfig(BaseModel):

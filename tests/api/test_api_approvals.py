@@ -49,10 +49,12 @@ async def test_the_approval_field_is_validated(client: httpx.AsyncClient) -> Non
     detail = (await client.get(f"/tasks/{task['id']}")).json()
     assert detail["run_config"]["approval"] == {"plans": True, "actions": [],
                                                 "timeout_seconds": None,
-                                                "on_timeout": "reject"}
+                                                "on_timeout": "reject",
+                                                "parallel_siblings": False}
     plain = await create(client)
     assert (await client.get(f"/tasks/{plain['id']}")).json()["run_config"]["approval"] == {
-        "plans": False, "actions": [], "timeout_seconds": None, "on_timeout": "reject"}
+        "plans": False, "actions": [], "timeout_seconds": None, "on_timeout": "reject",
+        "parallel_siblings": False}
     r = await client.post("/tasks", json={**BODY, "approval": {"plans": True,
                                                                "timeout_seconds": 0}})
     assert r.status_code == 422

@@ -3,15 +3,19 @@
 The plan's steps become child ``task`` nodes one level deeper; nested groups in the logic
 expression become ``group`` nodes (not executed, no extra depth). AND runs its children in
 order and stops at the first failure, OR at the first success; children not run because of
-that, or because the environment ended the episode, are marked ``skipped``. How a task child
+that, or because the environment ended the episode, are marked ``skipped``. With
+``approval.parallel_siblings`` an AND group's children start while earlier ones wait for a
+decision (``adapt.engine.siblings``). How a task child
 is solved is the strategy's (``solve``); the rest is the node runner's.
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 
 from adapt.engine.node_runner import NodeRunner
+from adapt.engine.siblings import Group, Siblings
 from adapt.engine.tree import LogicExpr, LogicGroup, Node, StepRef
 
 #: how a strategy solves one task node of the tree (True: it succeeded)
@@ -74,6 +78,8 @@ class PlanTree:
 
     async def run_children(self, op: str, kids: list[Node]) -> bool:
         run = self.run
+        if op == "and" and run.siblings is not None:
+            return await self._and_siblings(kids, run.siblings)
         decided: bool | None = None
         decider: Node | None = None
         ran_any = False
@@ -94,6 +100,33 @@ class PlanTree:
         # AND: every child that ran succeeded; OR: none succeeded (unless the episode ended
         # with a reward, which satisfies the goal).
         return (op == "and" and ran_any) or (run.episode_done and run.reward > 0)
+
+    async def _and_siblings(self, kids: list[Node], siblings: Siblings) -> bool:
+        """An AND group with ``approval.parallel_siblings``: each child starts once the one
+        before it ended or waits for a decision (``adapt.engine.siblings``); a failed child
+        stops the start of later ones (skipped), children already started still end."""
+        run = self.run
+        group = Group()
+        started: list[tuple[Node, asyncio.Task[bool]]] = []
+        decider: Node | None = None
+        for kid in kids:
+            if decider is not None or run.episode_done:
+                await self.runner.skip(kid, skip_reason("and", decider))
+                continue
+            task = siblings.start(
+                group, self.solve(kid) if kid.kind == "task" else self.run_group(kid))
+            started.append((kid, task))
+            await siblings.settle()
+            if group.error is not None:
+                raise group.error
+            if task.done() and not task.result():
+                decider = kid
+        await siblings.join(group)
+        if decider is not None or not all(task.result() for _, task in started):
+            return False
+        if run.episode_done and run.reward <= 0:
+            return False
+        return bool(started) or (run.episode_done and run.reward > 0)
 
     async def run_group(self, node: Node) -> bool:
         await self.run.update(node, status="running")

@@ -31,6 +31,10 @@ BUILTINS: dict[str, str] = {
     "stateflow": "adapt.engine.strategies.stateflow:stateflow_strategy",
 }
 
+#: built-in strategies that run no plan (no node has siblings), so that
+#: ``approval.parallel_siblings`` means nothing for them
+NO_SIBLINGS: frozenset[str] = frozenset({"react", "try_again", "reflexion", "stateflow"})
+
 STRATEGIES: Registry[Strategy] = Registry("strategy", BUILTINS, ENTRY_POINT_GROUP)
 
 
