@@ -185,7 +185,12 @@ async def expire_overdue(sessions: async_sessionmaker[AsyncSession]) -> list[str
     for task_id, approval_id in await store.overdue(sessions, now):
         async with sessions() as session:
             task = await session.get(Task, task_id)
-            if task is None or task.finished:
+            if task is None:
+                continue
+            if task.finished:  # ended with it pending (e.g. run ended before it was
+                # decided, or stored before pending requests were closed at a task's end)
+                await store.withdraw(session, task_id, task.status, now)
+                await session.commit()
                 continue
             config = ApprovalConfig.model_validate(
                 (task.run_config or {}).get("approval") or {})
@@ -197,6 +202,7 @@ async def expire_overdue(sessions: async_sessionmaker[AsyncSession]) -> list[str
                 await task_rows.touch(session, task_id)
                 if await store.expire(session, approval_id, now) and await task_rows.fail_waiting(
                         session, task_id, message):
+                    await store.withdraw(session, task_id, "failed", now)  # its siblings'
                     await webhook_store.record_end(session, task_id, f"deadline:{approval_id}",
                                                    "failed", message)
                     await session.commit()

@@ -33,6 +33,7 @@ from adapt.service.context import Running
 from adapt.service.context import ServiceContext as ServiceContext
 from adapt.service.errors import LeaseLost, WrittenByNewerRelease
 from adapt.service.faults import is_database_error, public_error
+from adapt.store import approvals as approval_store
 from adapt.store import task_rows
 from adapt.store import webhooks as webhook_store
 
@@ -212,6 +213,11 @@ async def _run(ctx: ServiceContext, task_id: str, attempt: int) -> str | None:
                         task_id, attempt, result.error)
             return await fail(result.error or f"the run ended ({result.status}) before the "
                               "point it had reached; it cannot be resumed by replay")
+        if run.config.approval.any and result.status in ("succeeded", "failed", "cancelled"):
+            # requests an earlier attempt stored that nobody needs now (sibling nodes that
+            # waited at the same time, when the run ended otherwise)
+            async with ctx.sessions.begin() as session:
+                await approval_store.withdraw(session, task_id, result.status)
         return result.status
     except LeaseLost:
         log.warning("task %s: attempt %d lost its lease", task_id, attempt)

@@ -37,6 +37,7 @@ from adapt.service.errors import IdempotencyConflict, RateLimited, SubmissionInv
 from adapt.service.model_factory import ModelChoice, ModelFactory
 from adapt.service.paths import PathNotAllowed, check_named_paths, check_server_paths
 from adapt.settings import Settings
+from adapt.store import approvals as approval_store
 from adapt.store import task_rows
 from adapt.store import webhooks as webhook_store
 from adapt.store.models import Task, WebhookEndpoint, utcnow
@@ -325,6 +326,7 @@ async def cancel_task(session: AsyncSession, task: Task) -> Task:
 
     async def report(s: AsyncSession) -> None:  # in the same transaction as the cancel
         await webhook_store.record_end(s, task.id, "cancelled", "cancelled", error)
+        await approval_store.withdraw(s, task.id, "cancelled")  # nobody decides them now
 
     if await task_rows.cancel(session, task, also=report):
         log.info("task %s cancelled while %s", task.id, was)

@@ -17,8 +17,7 @@ from sqlalchemy import func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine.approvals import ApprovalRequest, Decision, DecisionKind
-from adapt.engine.tree import FINAL_STATUSES
-from adapt.store.models import ApprovalRow, Task, utcnow
+from adapt.store.models import ApprovalRow, utcnow
 
 #: the row's status after each decision
 DECIDED: dict[str, str] = {"approve": "approved", "reject": "rejected", "edit": "edited"}
@@ -44,9 +43,15 @@ async def add_request(session: AsyncSession, task_id: str, request: ApprovalRequ
     """The row of ``request``: the one stored already, or a new pending one (in the caller's
     transaction), due by ``deadline_seconds`` from now if given; and whether it is new."""
     row = await find(session, task_id, request)
+    now = utcnow()
+    if row is not None and row.status == "withdrawn":  # a resumed task asks again: reopen
+        row.status, row.decided_at, row.changes, row.requested_at = "pending", None, None, now
+        row.deadline_at = (None if deadline_seconds is None
+                           else now + timedelta(seconds=deadline_seconds))
+        await session.flush()
+        return row, True
     if row is not None:
         return row, False
-    now = utcnow()
     row = ApprovalRow(id=uuid.uuid4().hex, task_id=task_id, node_id=request.node_id,
                       kind=request.kind, number=request.number, proposal=request.proposal,
                       status="pending", requested_at=now,
@@ -103,15 +108,12 @@ async def pending_count(session: AsyncSession, task_id: str) -> int:
 
 async def overdue(sessions: async_sessionmaker[AsyncSession], now: datetime, limit: int = 100
                   ) -> list[tuple[str, str]]:
-    """(task id, approval id) of pending requests of unfinished tasks whose deadline
-    passed, oldest first (a task that failed at one request's deadline, or was cancelled,
-    leaves its sibling requests pending: they are not returned again and again)."""
+    """(task id, approval id) of pending requests whose deadline passed, oldest first (a
+    finished task's are withdrawn by the caller, so they are not returned again)."""
     async with sessions() as session:
         rows = (await session.execute(
             select(ApprovalRow.task_id, ApprovalRow.id)
-            .join(Task, Task.id == ApprovalRow.task_id)
-            .where(ApprovalRow.status == "pending", ApprovalRow.deadline_at < now,
-                   Task.status.not_in(FINAL_STATUSES))
+            .where(ApprovalRow.status == "pending", ApprovalRow.deadline_at < now)
             .order_by(ApprovalRow.deadline_at).limit(limit))).all()
     return [(str(r[0]), str(r[1])) for r in rows]
 
@@ -126,6 +128,21 @@ async def expire(session: AsyncSession, approval_id: str, at: datetime) -> bool:
         .returning(ApprovalRow.id)
         .execution_options(synchronize_session=False))
     return result.scalar_one_or_none() is not None
+
+
+async def withdraw(session: AsyncSession, task_id: str, task_status: str,
+                   at: datetime | None = None) -> int:
+    """Close the task's pending requests ``withdrawn`` (the task ended before anyone decided:
+    cancelled, failed at another request's deadline, ended with an error), in the caller's
+    transaction; returns how many. Nothing is left pending on a finished task, for the list,
+    the viewer and the deadline sweep."""
+    result = await session.execute(
+        update(ApprovalRow)
+        .where(ApprovalRow.task_id == task_id, ApprovalRow.status == "pending")
+        .values(status="withdrawn", decided_at=at or utcnow(), deadline_at=None,
+                changes={"task": task_status})
+        .execution_options(synchronize_session=False))
+    return int(getattr(result, "rowcount", 0) or 0)
 
 
 async def decide(session: AsyncSession, approval_id: str, decision: DecisionKind, *,

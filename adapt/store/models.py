@@ -434,7 +434,7 @@ class ApprovalRow(Base):
     number: Mapped[int] = mapped_column(Integer, default=1)
     proposal: Mapped[dict[str, Any]] = mapped_column(JSONType)
     #: ``pending``, then ``approved``, ``rejected`` or ``edited`` (or ``expired``: the deadline
-    #: passed and the task failed)
+    #: passed and the task failed; ``withdrawn``: the task ended before anyone decided)
     status: Mapped[str] = mapped_column(String(16), default="pending")
     reason: Mapped[str | None] = mapped_column(Text)
     #: the changed proposal of an edit

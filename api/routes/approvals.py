@@ -30,7 +30,8 @@ PROBLEMS: dict[int | str, dict[str, Any]] = {
 )
 async def list_approvals(
     task_id: str, service: TaskServiceDep,
-    status: Annotated[Literal["pending", "approved", "rejected", "edited", "expired"] | None,
+    status: Annotated[Literal["pending", "approved", "rejected", "edited", "expired",
+                                "withdrawn"] | None,
                       Query(description="Only requests in this status.")] = None,
 ) -> ApprovalList:
     rows = await service.approvals(task_id, status=status)

@@ -44,9 +44,10 @@ class ApprovalPublic(BaseModel):
     proposal: dict[str, Any] = Field(description="What waits: a plan's steps and execution "
                                      "order, or an action (`action`, `name`; a tool call's "
                                      "`arguments` and the tool's input `schema`).")
-    status: Literal["pending", "approved", "rejected", "edited", "expired"] = Field(
+    status: Literal["pending", "approved", "rejected", "edited", "expired", "withdrawn"] = Field(
         description="expired: nobody decided before the deadline and the task failed "
-        "(approval.on_deadline: fail).")
+        "(approval.on_timeout: fail); withdrawn: the task ended (cancelled, failed at another "
+        "request's deadline) before anyone decided, `changes.task` says how.")
     reason: str | None
     edited: dict[str, Any] | None = Field(description="An edit's proposal, as it ran.")
     changes: dict[str, Any] | None = Field(description="What the decision changed: each "

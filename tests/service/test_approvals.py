@@ -211,7 +211,12 @@ async def test_cancel_while_waiting_ends_the_task_and_its_waiting_node(
         assert task.status == "cancelled"
         node = await s.get(NodeRow, (task_id, 1))
         assert node is not None and node.status == "cancelled"
-    (row,) = await pending(ctx, task_id)
+    assert await pending(ctx, task_id) == []  # nobody decides it now: withdrawn
+    async with ctx.sessions() as s:
+        (row,) = (await s.execute(select(ApprovalRow).where(
+            ApprovalRow.task_id == task_id))).scalars().all()
+    assert row.status == "withdrawn" and row.changes == {"task": "cancelled"}
+    assert row.decided_at is not None and row.decided_by is None
     with pytest.raises(NotDecidable):
         await decide(ctx, task_id, row, "approve")
 
