@@ -30,7 +30,8 @@ from adapt.engine.planning.planner import Planner
 from adapt.engine.planning.review import reviewed_plan
 from adapt.engine.runtime import Run
 from adapt.engine.strategies.plans import PlanTree, as_group, describe
-from adapt.engine.tree import Node
+from adapt.engine.reuse import example
+from adapt.engine.tree import Node, Plan
 from adapt.envs.base import env_call, undoable
 
 
@@ -77,7 +78,7 @@ class AdaptController:
                 return await runner.finish(node, (await runner.cascade(node, task, 1)).success)
             return await runner.finish(node, False)
 
-        plan = await reviewed_plan(self.planner, node, task)
+        plan = await self.plan(node, task)
         if not plan.steps or plan.expression is None:
             await run.update(node, plan=plan, error="the planner returned no steps",
                              reason="not decomposed: the planner returned no steps")
@@ -101,3 +102,19 @@ class AdaptController:
         if not ok and after and not run.episode_done:
             ok = (await runner.cascade(node, task, 1)).success
         return await runner.finish(node, ok)
+
+    async def plan(self, node: Node, task: str) -> Plan:
+        """The plan for ``node``: with ``reuse.plans`` and a stored plan for its goal, that
+        plan (``plans_mode`` ``reuse``: no planner call, its verdict counts for the entry) or
+        the planner's with it as an example (``example``); else the planner's."""
+        experience = self.run.experience
+        stored = await experience.stored_plan(node) if experience is not None else None
+        if experience is None or stored is None:
+            return await reviewed_plan(self.planner, node, task)
+        if self.run.config.reuse.plans_mode == "example":
+            plan = await reviewed_plan(self.planner, node, f"{task}\n{example(stored)}")
+            return plan.model_copy(update={"reused": stored.reused})
+        plan = await reviewed_plan(self.planner, node, task, first=stored)
+        if plan is stored:
+            experience.plan_taken(node, plan)
+        return plan
