@@ -1,0 +1,118 @@
+"""Plan reuse in the engine (``reuse.plans``): a decomposition enters the library only when the
+environment confirmed the decomposed goal once its sub-tasks ran; a stored plan is taken with
+no planner call and says where it came from (``plans_mode: reuse``) or is shown to the planner
+(``example``); a reused plan that fails is demoted, then dropped."""
+
+from __future__ import annotations
+
+from adapt.engine import MemorySink, RunConfig, run_task
+from adapt.engine.experience import DROP_AFTER, PLAN, MemoryLibrary
+from adapt.engine.reuse import PLAN_EXAMPLE
+from adapt.envs.textcraft import TextCraft
+from adapt.llm.testing import ScriptedModel
+from tests.engine.test_experience import BEEHIVE, PLANKS, SOLVE
+
+CRAFT = "craft 1 beehive using 6 oak planks, 3 honeycomb"
+STEPS = ["fetch 3 honeycomb", PLANKS, PLANKS, CRAFT]
+ORDER = "(Step 1 AND Step 2 AND Step 3 AND Step 4)"
+BEEHIVE_PLAN = "\n".join(f"Step {i}: {s}" for i, s in enumerate(STEPS, 1)) + (
+    f"\nExecution Order: {ORDER}")
+#: the executor: the root gives up, then each sub-task is solved
+SOLVING = ["think: Task failed.", "get 3 honeycomb", *SOLVE, *SOLVE, CRAFT]
+PLANS = RunConfig(d_max=2, reuse={"plans": True})
+
+
+async def run(library: MemoryLibrary, task: str, executor: list[str], planner: list[str],
+              config: RunConfig = PLANS) -> tuple[MemorySink, ScriptedModel, bool]:
+    sink = MemorySink()
+    planner_model = ScriptedModel(planner)
+    result = await run_task(TextCraft(), BEEHIVE, config, ScriptedModel(executor),
+                            planner_model, sink=sink, library=library.for_task(task))
+    assert planner_model.remaining == 0
+    return sink, planner_model, result.success
+
+
+async def test_a_confirmed_decomposition_is_kept_and_reused_with_no_planner_call() -> None:
+    library = MemoryLibrary()
+    sink, _, ok = await run(library, "first", SOLVING, [BEEHIVE_PLAN])
+    assert ok and sink.nodes[1].verdict == "confirmed" and sink.nodes[1].plan.reused is None
+    # plans only: the plan is kept, no skill (reuse.skills is off)
+    [entry] = library.entries.values()
+    assert (entry.kind, entry.goal, entry.actions, entry.logic) == (
+        PLAN, "craft beehive", tuple(STEPS), ORDER)
+    assert entry.origin == {"task": "first", "node": 1} and entry.simulated
+
+    # the next task: the planner is not called (its script is empty), the plan says where
+    # it came from, and the environment's verdict counts a use
+    sink, planner, ok = await run(library, "second", SOLVING, [])
+    root = sink.nodes[1]
+    assert ok and root.verdict == "confirmed" and not planner.requests
+    assert root.plan is not None and root.plan.steps == STEPS
+    assert root.plan.reused == {"mode": "reuse", "entry": entry.id, "task": "first",
+                                "node": 1, "simulated": True}
+    assert root.usage.llm_calls == len(SOLVING)  # executor calls only
+    assert [n.goal for n in sink.nodes.values() if n.depth == 2] == STEPS
+    assert (entry.uses, entry.failures) == (1, 0) and len(library.entries) == 1
+
+
+async def test_nothing_is_kept_without_a_confirmed_decomposition() -> None:
+    library = MemoryLibrary()
+    # the sub-task claims success without doing anything: refuted, the root is not confirmed
+    one = f"Step 1: {PLANKS}\nExecution Order: (Step 1)"
+    await run(library, "claims", ["think: Task failed.", "think: Task completed!"], [one])
+    assert library.entries == {}
+    # plan reuse off: a confirmed decomposition is not kept
+    await run(library, "off", SOLVING, [BEEHIVE_PLAN], RunConfig(d_max=2))
+    assert library.entries == {}
+    # verification off: no verdict, no reuse
+    await run(library, "unverified", [*SOLVING, *["think: Task completed!"] * 4],
+              [BEEHIVE_PLAN], RunConfig(d_max=2, reuse={"plans": True}, verification="off"))
+    assert library.entries == {}
+
+
+async def test_a_reused_plan_that_fails_is_demoted_then_dropped() -> None:
+    library = MemoryLibrary()
+    await run(library, "first", SOLVING, [BEEHIVE_PLAN])
+    [entry] = library.entries.values()
+    entry.actions, entry.logic = (PLANKS,), "(Step 1)"  # stale: planks alone make no beehive
+    for n in range(1, DROP_AFTER + 1):
+        sink, planner, ok = await run(library, f"stale {n}", ["think: Task failed.", *SOLVE],
+                                      [])
+        root = sink.nodes[1]
+        assert not ok and root.plan.reused["entry"] == entry.id and not planner.requests
+        assert root.verdict == "refuted"  # the environment's word: no false success
+        assert (entry.failures, entry.failure_streak) == (n, n)
+    assert entry.dropped and entry.uses == 0
+    # dropped: the planner is asked again, and its plan that works takes the entry's place
+    sink, planner, ok = await run(library, "fresh", SOLVING, [BEEHIVE_PLAN])
+    assert ok and len(planner.requests) == 1 and sink.nodes[1].plan.reused is None
+    [fresh] = [e for e in library.entries.values() if not e.dropped]
+    assert fresh.actions == tuple(STEPS) and fresh.origin["task"] == "fresh"
+
+
+async def test_example_mode_shows_the_stored_plan_to_the_planner() -> None:
+    library = MemoryLibrary()
+    await run(library, "first", SOLVING, [BEEHIVE_PLAN])
+    [entry] = library.entries.values()
+    config = RunConfig(d_max=2, reuse={"plans": True, "plans_mode": "example"})
+    sink, planner, ok = await run(library, "second", SOLVING, [BEEHIVE_PLAN], config)
+    [request] = planner.requests
+    prompt = request.as_prompt()
+    assert PLAN_EXAMPLE.split("{")[0] in prompt and f"Step 4: {CRAFT}" in prompt
+    assert ok and sink.nodes[1].plan.reused == {
+        "mode": "example", "entry": entry.id, "task": "first", "node": 1, "simulated": True}
+    # an example is not a reuse: the entry's counts are unchanged
+    assert (entry.uses, entry.failures) == (0, 0) and len(library.entries) == 1
+
+
+async def test_skills_and_plans_are_kept_apart() -> None:
+    library = MemoryLibrary()
+    both = RunConfig(d_max=2, reuse={"skills": True, "plans": True})
+    await run(library, "first", SOLVING, [BEEHIVE_PLAN], both)
+    plans = [e.goal for e in library.entries.values() if e.kind == PLAN]
+    skills = {e.goal for e in library.entries.values() if e.kind == "skill"}
+    assert plans == ["craft beehive"] and {PLANKS, "craft beehive"} <= skills
+    # skills only: the root's skill is replayed; the plan entry is never looked at
+    sink, planner, ok = await run(library, "second", [], [], RunConfig(
+        d_max=2, reuse={"skills": True}))
+    assert ok and sink.nodes[1].termination == "reused" and not planner.requests
