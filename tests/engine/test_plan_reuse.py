@@ -36,6 +36,7 @@ async def test_a_confirmed_decomposition_is_kept_and_reused_with_no_planner_call
     library = MemoryLibrary()
     sink, _, ok = await run(library, "first", SOLVING, [BEEHIVE_PLAN])
     assert ok and sink.nodes[1].verdict == "confirmed" and sink.nodes[1].plan.reused is None
+    assert sink.nodes[1].usage.llm_calls == 2  # its executor run and the planner
     # plans only: the plan is kept, no skill (reuse.skills is off)
     [entry] = library.entries.values()
     assert (entry.kind, entry.goal, entry.actions, entry.logic) == (
@@ -50,7 +51,7 @@ async def test_a_confirmed_decomposition_is_kept_and_reused_with_no_planner_call
     assert root.plan is not None and root.plan.steps == STEPS
     assert root.plan.reused == {"mode": "reuse", "entry": entry.id, "task": "first",
                                 "node": 1, "simulated": True}
-    assert root.usage.llm_calls == len(SOLVING)  # executor calls only
+    assert root.usage.llm_calls == 1  # its executor run; no planner call
     assert [n.goal for n in sink.nodes.values() if n.depth == 2] == STEPS
     assert (entry.uses, entry.failures) == (1, 0) and len(library.entries) == 1
 
