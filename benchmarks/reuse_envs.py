@@ -124,8 +124,8 @@ def _decomposer(goal: str, walk: list[str]) -> FunctionModel:
                     + " AND ".join(f"Step {i}" for i in range(1, len(steps) + 1)) + ")")
         if _same(current, goal):
             return GAVE_UP
-        taken = 0 if seen is None else max(seen[1] - 1, 0)
-        return current if taken == 0 else DONE
+        sent = re.findall(r"^> (.+)$", prompt, re.MULTILINE)  # context lines are actions too
+        return DONE if sent and _same(sent[-1], current) else current
 
     return FunctionModel(reply, name="decomposer")
 

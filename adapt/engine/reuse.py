@@ -298,8 +298,12 @@ def origin(solution: Solution) -> dict[str, object]:
 
 
 def example(plan: Plan) -> str:
-    """What the planner is told with ``plans_mode: "example"``: the stored plan."""
-    return PLAN_EXAMPLE.format(plan=plan.raw)
+    """What the planner is told with ``plans_mode: "example"``: the stored plan, its steps
+    numbered and indented (not ``Step N:`` lines: at the end of the prompt, those read as the
+    start of the planner's own answer, and a model continues them instead of planning)."""
+    lines = [f"  {i}. {step}" for i, step in enumerate(plan.steps, 1)]
+    lines.append(f"  in the order {plan.expression_text}")
+    return PLAN_EXAMPLE.format(plan="\n".join(lines))
 
 
 __all__ = ["PLAN_EXAMPLE", "REPLAY_NOTE", "Experience", "Replay", "example", "origin"]

@@ -99,7 +99,8 @@ async def test_example_mode_shows_the_stored_plan_to_the_planner() -> None:
     sink, planner, ok = await run(library, "second", SOLVING, [BEEHIVE_PLAN], config)
     [request] = planner.requests
     prompt = request.as_prompt()
-    assert PLAN_EXAMPLE.split("{")[0] in prompt and f"Step 4: {CRAFT}" in prompt
+    assert PLAN_EXAMPLE.split("{")[0] in prompt and f"\n  4. {CRAFT}\n" in prompt
+    assert f"  in the order {ORDER}" in prompt
     assert ok and sink.nodes[1].plan.reused == {
         "mode": "example", "entry": entry.id, "task": "first", "node": 1, "simulated": True}
     # an example is not a reuse: the entry's counts are unchanged
