@@ -13,9 +13,9 @@ ALFWorld (generated games, ADaPT at d_max 3, verification on, one game at a time
   (then says it is done). Its sub-goals (``go to countertop 1``, ``take mug 1 from ...``) are
   what skills can replay, its root plans what plan reuse can reuse.
 
-InterCode-SQL (ADaPT at d_max 2): ``gold`` writes the question's gold query and submits it,
-for every second question (by position), and gives up on the others (the planner's one-step
-plan: answer the question, which gives up too).
+InterCode-SQL (ADaPT at d_max 2): ``gold`` writes the question's gold query and submits it:
+at the root for every second question (by position); for the others the root's executor
+gives up and the planner's one-step plan (write the query, run it, submit it) does it.
 
 Each setting warms a library on one set (skills and plans on, learning) and tests on another
 with the library frozen; ``--repeat`` tests on the warming set itself (the same questions
@@ -142,24 +142,27 @@ def sql_games(data: str, start: int, limit: int) -> list[Game]:
     chosen = tasks(data)[start:start + limit]
     games = []
     for n, t in enumerate(chosen, start):
-        knows = n % 2 == 0
+        at_root = n % 2 == 0
         games.append(Game(f"sql/{n}", InterCodeSQL, t.config,
-                          (lambda g=t.gold, k=knows: _gold(g, k))))
+                          (lambda g=t.gold, q=t.question, r=at_root: _gold(g, q, r))))
     return games
 
 
-def _gold(gold: str, knows: bool) -> FunctionModel:
+def _gold(gold: str, question: str, at_root: bool) -> FunctionModel:
+    """Writes the gold query and submits it: at the root (``at_root``), else only in the
+    planner's sub-task (the root's executor gives up, the plan is one step)."""
     def reply(request: ChatRequest) -> str:
         prompt = request.as_prompt()
         if request.role == "planner":
-            return "Step 1: answer the question\nExecution Order: (Step 1)"
-        if not knows:
-            return GAVE_UP
+            return ("Step 1: write the query that answers the question, run it and submit it"
+                    "\nExecution Order: (Step 1)")
         seen = _after(prompt, re.compile(r"Task: (.+?)(?:\n|$)"))
-        taken = 0 if seen is None else seen[1]
+        if seen is not None and _same(seen[0], question) and not at_root:
+            return GAVE_UP
+        taken = 0 if seen is None else max(seen[1] - 1, 0)  # the prompt ends with "> "
         return [f"execute[{gold}]", "submit"][min(taken, 1)]
 
-    return FunctionModel(reply, name="gold-half")
+    return FunctionModel(reply, name="gold")
 
 
 # -- running ---------------------------------------------------------------------------------
