@@ -35,6 +35,7 @@ import re
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any
 
 from adapt.engine import MemorySink, RunConfig, run_task
@@ -90,8 +91,7 @@ def alfworld_games(split: str, limit: int, kind: str) -> list[Game]:
         goal = sentence.group(1) if sentence else ""
         walk = list(game.walkthrough)
         maker = _oracle if kind == "oracle" else _decomposer
-        games.append(Game(ref.id, ALFWorld, dict(ref.config),
-                          (lambda g=goal, w=walk, m=maker: m(g, w))))
+        games.append(Game(ref.id, ALFWorld, dict(ref.config), partial(maker, goal, walk)))
     return games
 
 
@@ -115,10 +115,7 @@ def _decomposer(goal: str, walk: list[str]) -> FunctionModel:
         if request.role == "planner":
             asked = _GOAL.findall(prompt)
             target = asked[-1] if asked else current
-            if _same(target, goal):
-                steps = walk
-            else:
-                steps = [target]
+            steps = walk if _same(target, goal) else [target]
             return ("\n".join(f"Step {i}: {s}" for i, s in enumerate(steps, 1))
                     + "\nExecution Order: ("
                     + " AND ".join(f"Step {i}" for i in range(1, len(steps) + 1)) + ")")
@@ -144,7 +141,7 @@ def sql_games(data: str, start: int, limit: int) -> list[Game]:
     for n, t in enumerate(chosen, start):
         at_root = n % 2 == 0
         games.append(Game(f"sql/{n}", InterCodeSQL, t.config,
-                          (lambda g=t.gold, q=t.question, r=at_root: _gold(g, q, r))))
+                          partial(_gold, t.gold, t.question, at_root)))
     return games
 
 

@@ -28,9 +28,9 @@ from adapt.engine import claim_checks
 from adapt.engine.node_runner import NodeRunner
 from adapt.engine.planning.planner import Planner
 from adapt.engine.planning.review import reviewed_plan
+from adapt.engine.reuse import example
 from adapt.engine.runtime import Run
 from adapt.engine.strategies.plans import PlanTree, as_group, describe
-from adapt.engine.reuse import example
 from adapt.engine.tree import Node, Plan
 from adapt.envs.base import env_call, undoable
 
