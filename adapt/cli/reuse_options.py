@@ -25,8 +25,9 @@ Reuse = Annotated[bool, typer.Option(
     "replay stored solutions of sub-goals before the executor runs); needs verification (on "
     "by default). Implied by --warm-split and --library-in.")]
 ReuseKinds = Annotated[str, typer.Option(
-    "--reuse-kinds", help="What the benchmark's runs reuse from the library: skills | plans "
-    "| skills,plans (reuse.skills, reuse.plans). Warming always learns and reuses both.")]
+    "--reuse-kinds", help="What the benchmark's runs reuse from the library (with --reuse, "
+    "--warm-split or --library-in): skills | plans | skills,plans (reuse.skills, "
+    "reuse.plans). Warming always learns and reuses both.")]
 PlansMode = Annotated[str, typer.Option(
     "--plans-mode", help="How a stored plan is used (reuse.plans_mode): reuse (no planner "
     "call) | example (shown to the planner).")]
@@ -109,9 +110,9 @@ def prepare(base_config: RunConfig, *, reuse: bool, warm_split: str | None,
     from adapt.cli.support import err
     from adapt.eval.textcraft import select_tasks
 
+    config = with_reuse(base_config, parse_kinds(kinds), plans_mode)  # checked in any case
     if not (reuse or warm_split or library_in or library_out):
         return None, base_config
-    config = with_reuse(base_config, parse_kinds(kinds), plans_mode)
     library = load_library(library_in)
     if warm_split is not None:
         select_tasks(warm_split, None, warm_limit)  # an unknown split fails before any run
