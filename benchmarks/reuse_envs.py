@@ -207,7 +207,8 @@ def _zero() -> Any:
     return UsageTotals()
 
 
-async def measure(warm: Sequence[Game], test: Sequence[Game], d_max: int) -> dict[str, Any]:
+async def measure(warm: Sequence[Game], test: Sequence[Game], d_max: int,
+                  learning: bool = True) -> dict[str, Any]:
     base = RunConfig(d_max=d_max)
     library = MemoryLibrary()
     warmed = await run_set(warm, base.model_copy(update={"reuse": base.reuse.model_copy(
@@ -221,7 +222,7 @@ async def measure(warm: Sequence[Game], test: Sequence[Game], d_max: int) -> dic
             update={"reuse": base.reuse.model_copy(update=reuse)})
         out["rows"][label] = await run_set(test, config, None if reuse is None
                                            else library.copy(), learn=False)
-        if reuse is not None:  # and learning as it goes
+        if reuse is not None and learning:  # and learning as it goes
             out["rows"][f"{label}, learning"] = await run_set(test, config, library.copy(),
                                                               learn=True)
     return out
@@ -248,6 +249,8 @@ def main(argv: Sequence[str] | None = None) -> None:
     parser.add_argument("--test", type=int, default=24)
     parser.add_argument("--repeat", action="store_true",
                         help="test on the warming set itself")
+    parser.add_argument("--frozen-only", action="store_true",
+                        help="skip the settings whose library keeps learning")
     parser.add_argument("--data", default="/work/shared/data/intercode-sql")
     parser.add_argument("--out", default=None, help="write the result as JSON here")
     args = parser.parse_args(argv)
@@ -259,7 +262,7 @@ def main(argv: Sequence[str] | None = None) -> None:
         warm = sql_games(args.data, 0, args.warm)
         test = warm if args.repeat else sql_games(args.data, args.warm, args.test)
         d_max = 2
-    result = asyncio.run(measure(warm, test, d_max))
+    result = asyncio.run(measure(warm, test, d_max, learning=not args.frozen_only))
     print(json.dumps(result["warm"]))
     print(table(result))
     if args.out:
