@@ -8,6 +8,12 @@ replay the environment confirms ends the node with no LLM call (termination ``re
 ``Node.reused`` names where the solution came from); one it does not confirm demotes the
 entry and the executor runs as usual.
 
+An entry of kind ``plan`` (``reuse.plans``) holds instead the decomposition of a goal the
+environment confirmed once its sub-tasks ran: the plan's steps (``actions``) and its
+execution order (``logic``); ADaPT takes it in place of a planner call, or shows it to the
+planner (``reuse.plans_mode``), and a taken plan whose goal is not confirmed is demoted as a
+failed replay is (``adapt.engine.reuse``).
+
 The engine reads and writes a library only through :class:`ExperienceLibrary` (the service's
 is per tenant, in the database: ``adapt.store.library``; :class:`MemoryLibrary` is the
 in-process one of the bench and of tests). What a run learned and how its replays went is

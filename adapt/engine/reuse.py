@@ -24,6 +24,14 @@ node's start) as a new solution; after a decomposed node's goal is confirmed onc
 children ran, :meth:`~Experience.learn_decomposed` keeps every action sent since the node
 started (its whole subtree's). Everything is handed to the library once, when the task ends
 (:meth:`~Experience.save`).
+
+Plans (``reuse.plans``): before ADaPT calls the planner on a node, :meth:`~Experience.
+stored_plan` looks up a stored plan for its goal (``Plan.reused`` says where it came from);
+the controller takes it as the node's plan (``plans_mode`` ``reuse``, no planner call;
+:meth:`~Experience.plan_taken`) or adds it to the planner's task (:func:`example`). Once the
+node's children ran, :meth:`~Experience.decomposed` hears the environment's verdict: a taken
+plan counts a use or a failure (demoted, as a failed replay), a plan of the node's own that
+worked is learned.
 """
 
 from __future__ import annotations
