@@ -71,24 +71,34 @@ async def test_nothing_is_kept_without_a_confirmed_decomposition() -> None:
     assert library.entries == {}
 
 
-async def test_a_reused_plan_that_fails_is_demoted_then_dropped() -> None:
+async def test_a_reused_plan_that_fails_is_demoted_and_the_planner_plans_again() -> None:
     library = MemoryLibrary()
     await run(library, "first", SOLVING, [BEEHIVE_PLAN])
     [entry] = library.entries.values()
     entry.actions, entry.logic = (PLANKS,), "(Step 1)"  # stale: planks alone make no beehive
+    rest = ["get 3 honeycomb", *SOLVE, CRAFT]  # what the fresh plan's sub-tasks still need
     for n in range(1, DROP_AFTER + 1):
-        sink, planner, ok = await run(library, f"stale {n}", ["think: Task failed.", *SOLVE],
-                                      [])
+        sink, planner, ok = await run(library, f"stale {n}",
+                                      ["think: Task failed.", *SOLVE, *rest], [BEEHIVE_PLAN])
         root = sink.nodes[1]
-        assert not ok and root.plan.reused["entry"] == entry.id and not planner.requests
-        assert root.verdict == "refuted"  # the environment's word: no false success
-        assert (entry.failures, entry.failure_streak) == (n, n)
-    assert entry.dropped and entry.uses == 0
-    # dropped: the planner is asked again, and its plan that works takes the entry's place
-    sink, planner, ok = await run(library, "fresh", SOLVING, [BEEHIVE_PLAN])
-    assert ok and len(planner.requests) == 1 and sink.nodes[1].plan.reused is None
+        # the stale plan ran first (its one sub-task), was refuted, and the planner's plan
+        # then solved the goal from where it left off: the environment's word on each
+        assert ok and root.verdict == "confirmed" and len(planner.requests) == 1
+        kids = [k for k in sink.nodes.values() if k.parent_id == 1]
+        assert [k.goal for k in kids] == [PLANKS, *STEPS]
+        assert [k.position for k in kids] == list(range(5))
+        assert root.plan.reused is None and root.plan.steps == STEPS
+        assert f"library entry {entry.id}" in root.plan.warnings[-1]
+        refuted = [e for e in sink.events if e.type == "node.updated"
+                   and e.node.id == 1 and e.node.verdict == "refuted"]
+        assert refuted  # the stale plan's verdict, before the fresh plan's
+        assert (entry.failures, entry.failure_streak, entry.uses) == (n, n, 0)
+    assert entry.dropped
+    # dropped: never taken again; the goal's plan that worked takes its place
     [fresh] = [e for e in library.entries.values() if not e.dropped]
-    assert fresh.actions == tuple(STEPS) and fresh.origin["task"] == "fresh"
+    assert fresh.actions == tuple(STEPS) and fresh.origin["task"] == f"stale {DROP_AFTER}"
+    sink, planner, ok = await run(library, "fresh", SOLVING, [])
+    assert ok and sink.nodes[1].plan.reused["entry"] == fresh.id and not planner.requests
 
 
 async def test_example_mode_shows_the_stored_plan_to_the_planner() -> None:
