@@ -187,6 +187,9 @@ async def run_set(games: Sequence[Game], config: RunConfig, library: MemoryLibra
             "reused_nodes": sum(1 for n in sink.nodes.values() if n.reused is not None),
             "reused_plans": sum(1 for n in sink.nodes.values() if n.plan is not None
                                 and (n.plan.reused or {}).get("mode") == "reuse"),
+            # stored plans that failed, after which the planner planned again
+            "replanned": sum(1 for n in sink.nodes.values() if n.plan is not None and any(
+                w.startswith("planned again") for w in n.plan.warnings)),
             "seconds": time.monotonic() - started})
     n = len(rows) or 1
     return {
@@ -198,6 +201,7 @@ async def run_set(games: Sequence[Game], config: RunConfig, library: MemoryLibra
         "actions": sum(r["actions"] for r in rows) / n,
         "reused_nodes": sum(r["reused_nodes"] for r in rows),
         "reused_plans": sum(r["reused_plans"] for r in rows),
+        "replanned": sum(r["replanned"] for r in rows),
         "seconds": sum(r["seconds"] for r in rows)}
 
 
@@ -230,13 +234,14 @@ async def measure(warm: Sequence[Game], test: Sequence[Game], d_max: int,
 
 def table(result: dict[str, Any]) -> str:
     head = ("| setting | solved | false successes | LLM calls / task | executor / planner "
-            "calls | actions / task | nodes reused | plans reused |\n"
+            "calls | actions / task | nodes reused | plans reused (kept / failed) |\n"
             "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |")
     lines = [head]
     for label, r in result["rows"].items():
         lines.append(f"| {label} | {r['solved']}/{r['tasks']} | {r['false_successes']} | "
                      f"{r['calls']:.2f} | {r['executor']} / {r['planner']} | "
-                     f"{r['actions']:.1f} | {r['reused_nodes']} | {r['reused_plans']} |")
+                     f"{r['actions']:.1f} | {r['reused_nodes']} | "
+                     f"{r['reused_plans']} / {r['replanned']} |")
     return "\n".join(lines)
 
 

@@ -135,7 +135,9 @@ def summary(records: list[Any]) -> str:
     return (f"reuse: {sum(r.usage.llm_calls for r in records) / n:.1f} LLM calls per task, "
             f"{sum(r.success for r in records)}/{len(records)} solved, {false} false "
             f"successes, {sum(getattr(r, 'reused_nodes', 0) for r in records)} nodes reused, "
-            f"{sum(getattr(r, 'reused_plans', 0) for r in records)} plans reused")
+            f"{sum(getattr(r, 'reused_plans', 0) for r in records)} plans reused, "
+            f"{sum(getattr(r, 'replanned_plans', 0) for r in records)} failed and planned "
+            "again")
 
 
 __all__ = ["LibraryIn", "LibraryLearn", "LibraryOut", "PlansMode", "Reuse", "ReuseKinds",

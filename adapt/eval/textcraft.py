@@ -85,6 +85,8 @@ class ExecutorTaskRecord(TaskRecord):
     reused_nodes: int = 0
     #: decomposed nodes that took a stored plan without a planner call (``reuse.plans``)
     reused_plans: int = 0
+    #: stored plans taken that failed, after which the planner planned again
+    replanned_plans: int = 0
 
 
 class ExecutorBenchEntry(BenchEntry):
@@ -200,6 +202,8 @@ async def _run_one(cell: Cell, task: Task, price: PriceFn | None,
         reused_nodes=sum(1 for n in sink.nodes.values() if n.reused is not None),
         reused_plans=sum(1 for n in sink.nodes.values() if n.plan is not None
                          and (n.plan.reused or {}).get("mode") == "reuse"),
+        replanned_plans=sum(1 for n in sink.nodes.values() if n.plan is not None and any(
+            w.startswith("planned again") for w in n.plan.warnings)),
     )
 
 
