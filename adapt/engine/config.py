@@ -285,7 +285,8 @@ class RunConfig(BaseModel):
     reuse: ReuseConfig = Field(
         default_factory=ReuseConfig,
         description="Reuse of verified experience across tasks: 'skills' replays stored "
-        "sub-goal solutions before the executor (see docs/experience.md).")
+        "sub-goal solutions before the executor, 'plans' takes stored decompositions in place "
+        "of a planner call (see docs/experience.md).")
     grammar: bool = Field(
         default=False,
         description="Constrained decoding: send the environment's grammars (valid actions for "
