@@ -6,6 +6,7 @@ no planner call and says where it came from (``plans_mode: reuse``) or is shown 
 from __future__ import annotations
 
 from adapt.engine import MemorySink, RunConfig, run_task
+from adapt.engine.approvals import ApprovalRequest, Decision
 from adapt.engine.experience import DROP_AFTER, PLAN, MemoryLibrary
 from adapt.engine.reuse import PLAN_EXAMPLE
 from adapt.envs.textcraft import TextCraft
@@ -128,3 +129,29 @@ async def test_skills_and_plans_are_kept_apart() -> None:
     sink, planner, ok = await run(library, "second", [], [], RunConfig(
         d_max=2, reuse={"skills": True}))
     assert ok and sink.nodes[1].termination == "reused" and not planner.requests
+
+
+async def test_a_stored_plan_waits_for_a_person_where_plans_do() -> None:
+    library = MemoryLibrary()
+    await run(library, "first", SOLVING, [BEEHIVE_PLAN])
+    [entry] = library.entries.values()
+    asked: list[ApprovalRequest] = []
+
+    async def reject_once(request: ApprovalRequest) -> Decision:
+        asked.append(request)
+        if request.number == 1:
+            return Decision(decision="reject", reason="not that one")
+        return Decision(decision="approve")
+
+    gated = RunConfig(d_max=2, reuse={"plans": True}, approval={"plans": True})
+    sink = MemorySink()
+    planner = ScriptedModel([BEEHIVE_PLAN])
+    result = await run_task(TextCraft(), BEEHIVE, gated, ScriptedModel(SOLVING), planner,
+                            sink=sink, library=library.for_task("second"),
+                            approvals=reject_once)
+    # the stored plan was asked about first; rejected, the planner's plan replaced it
+    assert result.success and [r.key for r in asked] == ["1:plan:1", "1:plan:2"]
+    assert asked[0].proposal["steps"] == STEPS and len(planner.requests) == 1
+    assert "not that one" in planner.requests[0].as_prompt()
+    assert sink.nodes[1].plan.reused is None
+    assert (entry.uses, entry.failures) == (0, 0)  # not taken: nothing counts
