@@ -278,6 +278,8 @@ def bench_textcraft(
     grammar: Grammar = False,
     act_only: ActOnly = False,
     reuse: reuse_options.Reuse = False,
+    reuse_kinds: reuse_options.ReuseKinds = "skills",
+    plans_mode: reuse_options.PlansMode = "reuse",
     warm_split: reuse_options.WarmSplit = None,
     warm_limit: reuse_options.WarmLimit = None,
     library_in: reuse_options.LibraryIn = None,
@@ -319,7 +321,7 @@ def bench_textcraft(
             base_config, reuse=reuse, warm_split=warm_split, warm_limit=warm_limit,
             library_in=library_in, library_out=library_out, model=bench_models[0],
             d_max=depths[0], concurrency=concurrency, seed=seed, executors=executors,
-            prompts=prompts, profile=profiles[0])
+            prompts=prompts, profile=profiles[0], kinds=reuse_kinds, plans_mode=plans_mode)
 
     partial = None
     if out is not None:  # each task's record as it finishes: a run stopped early keeps them

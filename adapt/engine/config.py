@@ -49,6 +49,7 @@ SelfAssessment = Literal["thought", "any_line", "off"]
 ReactFormat = Literal["line", "numbered"]
 PassOutput = Literal["auto", "logprob", "summary", "raw", "shorter"]
 PlanOutput = Literal["text", "json"]
+PlansMode = Literal["reuse", "example"]
 
 FROZEN = ConfigDict(extra="forbid", frozen=True)
 
@@ -210,8 +211,15 @@ class ReuseConfig(BaseModel):
         "is demoted. Needs verification 'env'. Off by default and in profile 'paper'.")
     plans: bool = Field(
         default=False,
-        description="Reserved: reuse of stored decompositions is not implemented yet; true "
-        "is accepted and has no effect.")
+        description="When ADaPT would call the planner on a goal whose decomposition worked "
+        "before (the environment confirmed the goal once its sub-tasks ran), use the stored "
+        "plan (see plans_mode); a reused plan that then fails is demoted. Needs verification "
+        "'env'. Off by default and in profile 'paper'.")
+    plans_mode: PlansMode = Field(
+        default="reuse",
+        description="How a stored plan is used: 'reuse' takes it as the node's plan (no "
+        "planner call; the plan's 'reused' names the entry); 'example' shows it to the "
+        "planner as a plan that worked before (one planner call, as without reuse).")
 
 
 # -- the models a run calls ------------------------------------------------------------------
@@ -277,7 +285,8 @@ class RunConfig(BaseModel):
     reuse: ReuseConfig = Field(
         default_factory=ReuseConfig,
         description="Reuse of verified experience across tasks: 'skills' replays stored "
-        "sub-goal solutions before the executor (see docs/experience.md).")
+        "sub-goal solutions before the executor, 'plans' takes stored decompositions in place "
+        "of a planner call (see docs/experience.md).")
     grammar: bool = Field(
         default=False,
         description="Constrained decoding: send the environment's grammars (valid actions for "
@@ -344,6 +353,7 @@ __all__ = [
     "PassOutput",
     "PlanOutput",
     "PlannerConfig",
+    "PlansMode",
     "Profile",
     "ReactFormat",
     "ResolvedConfig",

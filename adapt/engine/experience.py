@@ -8,6 +8,12 @@ replay the environment confirms ends the node with no LLM call (termination ``re
 ``Node.reused`` names where the solution came from); one it does not confirm demotes the
 entry and the executor runs as usual.
 
+An entry of kind ``plan`` (``reuse.plans``) holds instead the decomposition of a goal the
+environment confirmed once its sub-tasks ran: the plan's steps (``actions``) and its
+execution order (``logic``); ADaPT takes it in place of a planner call, or shows it to the
+planner (``reuse.plans_mode``), and a taken plan whose goal is not confirmed is demoted as a
+failed replay is (``adapt.engine.reuse``).
+
 The engine reads and writes a library only through :class:`ExperienceLibrary` (the service's
 is per tenant, in the database: ``adapt.store.library``; :class:`MemoryLibrary` is the
 in-process one of the bench and of tests). What a run learned and how its replays went is
@@ -33,8 +39,13 @@ MAX_COUNT = 2**31 - 1
 #: what an exported library is (``format``), its version, and the fields of an entry in it
 EXPORT_FORMAT = "adapt-library"
 EXPORT_VERSION = 1
-EXPORT_FIELDS = ("environment", "goal", "goal_key", "actions", "origin", "model", "simulated",
-                 "uses", "failures")
+EXPORT_FIELDS = ("environment", "kind", "goal", "goal_key", "actions", "logic", "origin", "model",
+                 "simulated", "uses", "failures")
+#: what an entry holds: a sub-goal's solution (actions replayed, ``reuse.skills``) or a goal's
+#: decomposition (the plan's steps and execution order, ``reuse.plans``)
+SKILL = "skill"
+PLAN = "plan"
+KINDS = (SKILL, PLAN)
 
 
 def goal_key(goal: str) -> str:
@@ -72,6 +83,10 @@ class Solution:
     #: the executor model that found it was a simulated one
     simulated: bool = False
     model: str | None = None
+    #: ``skill``: ``actions`` are replayed; ``plan``: ``actions`` are a plan's steps, ``logic``
+    #: its execution order (``(Step 1 AND Step 2)``)
+    kind: str = SKILL
+    logic: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,6 +101,9 @@ class Learned:
     node_id: int
     model: str | None
     simulated: bool
+    #: ``plan``: a decomposition that worked (``actions``: its steps, ``logic``: its order)
+    kind: str = SKILL
+    logic: str | None = None
 
 
 @dataclass(slots=True)
@@ -107,9 +125,11 @@ class ExperienceLibrary(Protocol):
     """A library of verified solutions, as one task run sees it."""
 
     async def find(self, environment: str, key: str,
-                   exclude: frozenset[int] = frozenset()) -> Solution | None:
-        """The solution to replay for a goal of ``key`` (:func:`key_of`; exact match), not
-        one of ``exclude`` (those that failed earlier in this run); ``None``: none."""
+                   exclude: frozenset[int] = frozenset(), kind: str = SKILL
+                   ) -> Solution | None:
+        """The solution to replay (``kind`` ``plan``: the plan to reuse) for a goal of
+        ``key`` (:func:`key_of`; exact match), not one of ``exclude`` (those that failed
+        earlier in this run); ``None``: none."""
         ...
 
     async def save(self, report: ExperienceReport) -> None:
@@ -133,10 +153,12 @@ class Entry:
     failures: int = 0
     failure_streak: int = 0
     dropped: bool = False
+    kind: str = SKILL
+    logic: str | None = None
 
     def solution(self) -> Solution:
         return Solution(self.id, self.environment, self.goal, self.actions, dict(self.origin),
-                        self.simulated, self.model)
+                        self.simulated, self.model, self.kind, self.logic)
 
 
 class MemoryLibrary:
@@ -174,7 +196,10 @@ class MemoryLibrary:
         library = cls()
         for item in document.get("entries") or []:
             key = str(item.get("goal_key") or goal_key(str(item["goal"])))
-            if library.live(str(item["environment"]), key) is not None:
+            kind = str(item.get("kind") or SKILL)
+            if kind not in KINDS:
+                raise ValueError(f"unknown entry kind {kind!r}")
+            if library.live(str(item["environment"]), key, kind) is not None:
                 continue
             entry_id = next(library._ids)
             library.entries[entry_id] = Entry(
@@ -182,13 +207,13 @@ class MemoryLibrary:
                 tuple(str(a) for a in item["actions"]),
                 {**(item.get("origin") or {}), "imported": True}, item.get("model"),
                 bool(item.get("simulated")), int(item.get("uses") or 0),
-                int(item.get("failures") or 0))
+                int(item.get("failures") or 0), kind=kind, logic=item.get("logic"))
         return library
 
-    def live(self, environment: str, key: str) -> Entry | None:
+    def live(self, environment: str, key: str, kind: str = SKILL) -> Entry | None:
         for entry in self.entries.values():
             if (entry.environment == environment and entry.goal_key == key
-                    and not entry.dropped):
+                    and entry.kind == kind and not entry.dropped):
                 return entry
         return None
 
@@ -208,11 +233,12 @@ class MemoryLibrary:
                 entry.dropped = entry.dropped or entry.failure_streak >= DROP_AFTER
         for item in report.learned:
             key = item.key
-            if self.live(item.environment, key) is None:
+            if self.live(item.environment, key, item.kind) is None:
                 entry_id = next(self._ids)
                 self.entries[entry_id] = Entry(
                     entry_id, item.environment, item.goal, key, item.actions,
-                    {"task": task, "node": item.node_id}, item.model, item.simulated)
+                    {"task": task, "node": item.node_id}, item.model, item.simulated,
+                    kind=item.kind, logic=item.logic)
 
 
 @dataclass(slots=True)
@@ -224,8 +250,9 @@ class TaskLibrary:
     learn: bool = True
 
     async def find(self, environment: str, key: str,
-                   exclude: frozenset[int] = frozenset()) -> Solution | None:
-        entry = self.library.live(environment, key)
+                   exclude: frozenset[int] = frozenset(), kind: str = SKILL
+                   ) -> Solution | None:
+        entry = self.library.live(environment, key, kind)
         return None if entry is None or entry.id in exclude else entry.solution()
 
     async def save(self, report: ExperienceReport) -> None:
@@ -234,8 +261,8 @@ class TaskLibrary:
 
 
 __all__ = [
-    "DROP_AFTER", "EXPORT_FIELDS", "EXPORT_FORMAT", "EXPORT_VERSION", "MAX_ACTIONS",
-    "MAX_ACTION_CHARS", "MAX_COUNT", "MAX_GOAL_CHARS", "Entry", "ExperienceLibrary",
+    "DROP_AFTER", "EXPORT_FIELDS", "EXPORT_FORMAT", "EXPORT_VERSION", "KINDS", "MAX_ACTIONS",
+    "MAX_ACTION_CHARS", "MAX_COUNT", "MAX_GOAL_CHARS", "PLAN", "SKILL", "Entry", "ExperienceLibrary",
     "ExperienceReport", "KeyedGoals", "Learned", "MemoryLibrary", "Solution", "TaskLibrary",
     "goal_key", "key_of",
 ]

@@ -166,8 +166,10 @@ class NodeRunner:
         if not check.checkable:
             return ok
         await run.update(node, verdict=check.verdict, evidence=check.evidence or None)
-        if check.verdict == "confirmed" and run.experience is not None:
-            run.experience.learn_decomposed(node)
+        if run.experience is not None:
+            run.experience.decomposed(node, check.verdict == "confirmed")
+            if check.verdict == "confirmed":
+                run.experience.learn_decomposed(node)
         return check.verdict == "confirmed"
 
     async def already_done(self, node: Node, mark: object | None) -> ExecutionResult | None:

@@ -24,6 +24,14 @@ node's start) as a new solution; after a decomposed node's goal is confirmed onc
 children ran, :meth:`~Experience.learn_decomposed` keeps every action sent since the node
 started (its whole subtree's). Everything is handed to the library once, when the task ends
 (:meth:`~Experience.save`).
+
+Plans (``reuse.plans``): before ADaPT calls the planner on a node, :meth:`~Experience.
+stored_plan` looks up a stored plan for its goal (``Plan.reused`` says where it came from);
+the controller takes it as the node's plan (``plans_mode`` ``reuse``, no planner call;
+:meth:`~Experience.plan_taken`) or adds it to the planner's task (:func:`example`). Once the
+node's children ran, :meth:`~Experience.decomposed` hears the environment's verdict: a taken
+plan counts a use or a failure (demoted, as a failed replay), a plan of the node's own that
+worked is learned.
 """
 
 from __future__ import annotations
@@ -39,6 +47,7 @@ from adapt.engine.experience import (
     MAX_ACTION_CHARS,
     MAX_ACTIONS,
     MAX_GOAL_CHARS,
+    PLAN,
     ExperienceLibrary,
     ExperienceReport,
     Learned,
@@ -46,8 +55,10 @@ from adapt.engine.experience import (
     key_of,
 )
 from adapt.engine.gated import act
-from adapt.engine.tree import Node, Step, Termination
+from adapt.engine.planning import logic
+from adapt.engine.tree import Node, Plan, Step, Termination
 from adapt.envs.base import env_call, undoable
+from adapt.errors import LogicSyntaxError
 
 if TYPE_CHECKING:
     from adapt.engine.claim_checks import Watch
@@ -58,6 +69,9 @@ log = logging.getLogger(__name__)
 #: what the executor hears after a replay the environment did not confirm
 REPLAY_NOTE = ("A stored solution for this goal was replayed and the environment did not "
                "confirm it ({evidence}); {state}")
+#: what the planner hears with ``reuse.plans_mode: "example"``
+PLAN_EXAMPLE = ("A plan that worked for this goal before (the environment confirmed the goal "
+                "once its steps ran); adapt it to what is held now:\n{plan}")
 
 
 @dataclass(slots=True)
@@ -83,6 +97,11 @@ class Experience:
         #: what this run learned, by key: one solution per key, the longest (a longer one,
         #: e.g. a decomposed node's whole subtree, depends less on what siblings did before)
         self.learned: dict[str, Learned] = {}
+        #: plans this run learned, by key (a decomposed node the environment confirmed)
+        self.plans: dict[str, Learned] = {}
+        #: decomposed nodes that took a stored plan (node id -> entry id; ``plans_mode``
+        #: ``reuse``): the node's verdict counts a use or a failure for the entry
+        self.plan_uses: dict[int, int] = {}
         #: the actions the run sent that did not fail, in order (``Run.add_step``), and where
         #: each node's part of it starts (node id -> index)
         self.log: list[str] = []
@@ -93,6 +112,74 @@ class Experience:
     def skills(self) -> bool:
         run = self.run
         return run.config.reuse.skills and run.config.verification == "env"
+
+    @property
+    def reuses_plans(self) -> bool:
+        run = self.run
+        return run.config.reuse.plans and run.config.verification == "env"
+
+    async def stored_plan(self, node: Node) -> Plan | None:
+        """The stored plan for ``node``'s goal (``reuse.plans``), with ``reused`` saying where
+        it came from and how it is used (``plans_mode``); ``None``: none (or plan reuse off)."""
+        key = key_of(self.run.env, node.goal)
+        if not self.reuses_plans or len(key) > MAX_GOAL_CHARS:
+            return None
+        found = await self.library.find(self.environment, key, frozenset(self.failed),
+                                        kind=PLAN)
+        if found is None or not found.actions:
+            return None
+        try:
+            expression = (logic.parse(found.logic) if found.logic
+                          else logic.all_and(len(found.actions)))
+        except LogicSyntaxError:
+            expression = None
+        if expression is None or not all(
+                1 <= i <= len(found.actions) for i in logic.step_indices(expression)):
+            # an order that does not parse or names a step it lacks (an import): not used
+            log.warning("library entry %d: execution order %r does not fit its %d steps",
+                        found.id, found.logic, len(found.actions))
+            return None
+        steps = list(found.actions)
+        text = "\n".join(f"Step {i}: {s}" for i, s in enumerate(steps, 1))
+        order = logic.to_text(expression)
+        return Plan(raw=f"{text}\nExecution Order: {order}", steps=steps,
+                    expression=expression, expression_text=order,
+                    reused={"mode": self.run.config.reuse.plans_mode, **origin(found)})
+
+    def plan_taken(self, node: Node, plan: Plan) -> None:
+        """``node`` runs ``plan``, a stored one taken as is: its verdict decides the entry."""
+        if plan.reused is not None and plan.reused.get("mode") == "reuse":
+            self.plan_uses[node.id] = int(plan.reused["entry"])
+
+    def decomposed(self, node: Node, confirmed: bool) -> None:
+        """The environment's verdict on a decomposed ``node`` once its children ran: a stored
+        plan it took counts a use (confirmed) or a failure (not: demoted, not tried again in
+        this run); a plan of its own that worked is learned (``reuse.plans``)."""
+        entry = self.plan_uses.pop(node.id, None)
+        if entry is not None:
+            if confirmed:
+                self.report.used.append(entry)
+            else:
+                self.report.failed.append(entry)
+                self.failed.add(entry)
+            return
+        plan = node.plan
+        if (not confirmed or not self.reuses_plans or plan is None or not plan.steps
+                or plan.expression is None):
+            return
+        key = key_of(self.run.env, node.goal)
+        steps = tuple(plan.steps)
+        if (len(steps) > MAX_ACTIONS or len(key) > MAX_GOAL_CHARS
+                or len(node.goal) > MAX_GOAL_CHARS
+                or any(not s or len(s) > MAX_ACTION_CHARS for s in steps)
+                or key in self.plans):
+            return
+        models = [self.run.planner_model]
+        self.plans[key] = Learned(
+            environment=self.environment, goal=node.goal, key=key, actions=steps,
+            node_id=node.id, model=models[0].name[:1000],
+            simulated=any(m.simulated for m in models), kind=PLAN,
+            logic=logic.to_text(plan.expression))
 
     async def replay(self, node: Node, watch: Watch) -> Replay:
         """Replay a stored solution for ``node``'s goal (see the module's docstring)."""
@@ -200,7 +287,7 @@ class Experience:
         """Hand what the run learned and how its replays went to the library. The task has
         ended by now: a library that cannot take it loses this run's experience (logged), and
         the task's result stands."""
-        self.report.learned = list(self.learned.values())
+        self.report.learned = [*self.learned.values(), *self.plans.values()]
         if not self.report:
             return
         try:
@@ -218,4 +305,13 @@ def origin(solution: Solution) -> dict[str, object]:
     return {"entry": solution.id, **solution.origin, "simulated": solution.simulated}
 
 
-__all__ = ["REPLAY_NOTE", "Experience", "Replay", "origin"]
+def example(plan: Plan) -> str:
+    """What the planner is told with ``plans_mode: "example"``: the stored plan, its steps
+    numbered and indented (not ``Step N:`` lines: at the end of the prompt, those read as the
+    start of the planner's own answer, and a model continues them instead of planning)."""
+    lines = [f"  {i}. {step}" for i, step in enumerate(plan.steps, 1)]
+    lines.append(f"  in the order {plan.expression_text}")
+    return PLAN_EXAMPLE.format(plan="\n".join(lines))
+
+
+__all__ = ["PLAN_EXAMPLE", "REPLAY_NOTE", "Experience", "Replay", "example", "origin"]

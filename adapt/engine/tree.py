@@ -125,6 +125,11 @@ class Plan(BaseModel):
     expression: LogicExpr | None = None
     expression_text: str = ""
     warnings: list[str] = Field(default_factory=list)
+    #: the plan came from the experience library (``reuse.plans``): ``mode`` ``reuse`` (no
+    #: planner call) or ``example`` (shown to the planner), the entry and where it was learned
+    #: (``{"mode": "reuse", "entry": 3, "task": "...", "node": 5, "simulated": false}``);
+    #: None: the planner's own
+    reused: dict[str, Any] | None = None
 
 
 # -- tree ---------------------------------------------------------------------------------------

@@ -83,6 +83,10 @@ class ExecutorTaskRecord(TaskRecord):
     executor: str = DEFAULT_EXECUTOR
     #: task nodes solved by replaying a library solution (``reuse.skills``)
     reused_nodes: int = 0
+    #: decomposed nodes that took a stored plan without a planner call (``reuse.plans``)
+    reused_plans: int = 0
+    #: stored plans taken that failed, after which the planner planned again
+    replanned_plans: int = 0
 
 
 class ExecutorBenchEntry(BenchEntry):
@@ -196,6 +200,10 @@ async def _run_one(cell: Cell, task: Task, price: PriceFn | None,
         executor=cell.executor, **result_fields(result), **tree_fields(result),
         monitor=result.monitor, **claim_fields(result, sink),
         reused_nodes=sum(1 for n in sink.nodes.values() if n.reused is not None),
+        reused_plans=sum(1 for n in sink.nodes.values() if n.plan is not None
+                         and (n.plan.reused or {}).get("mode") == "reuse"),
+        replanned_plans=sum(1 for n in sink.nodes.values() if n.plan is not None and any(
+            w.startswith("planned again") for w in n.plan.warnings)),
     )
 
 

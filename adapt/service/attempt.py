@@ -88,9 +88,10 @@ class Attempt:
         )
 
     def library(self) -> DbLibrary | None:
-        """The tenant's experience library, when the task reuses skills: looked up as of the
-        time the task's first attempt started, so every attempt finds the same entries."""
-        if not self.config.reuse.skills:
+        """The tenant's experience library, when the task reuses skills or plans: looked up
+        as of the time the task's first attempt started, so every attempt finds the same
+        entries."""
+        if not (self.config.reuse.skills or self.config.reuse.plans):
             return None
         task = self.task
         return DbLibrary(self.ctx.sessions, task.tenant, task.id, task.started_at)

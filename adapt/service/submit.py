@@ -178,11 +178,12 @@ def validate_submission(sub: Submission, settings: Settings) -> Validated:
     except OverLimit as exc:
         raise SubmissionInvalid(exc.field, f"{exc.value:g} is over this server's maximum of "
                                 f"{exc.limit:g} (ADAPT_MAX_BUDGET)") from None
-    if resolved.reuse.skills and resolved.verification != "env":
-        raise SubmissionInvalid("reuse.skills", (
-            "skill reuse needs verification 'env' (the environment confirms every replayed "
-            f"solution); this task runs with verification {resolved.verification!r} (profile "
-            f"{resolved.profile!r}); set verification to 'env' or leave reuse.skills off"))
+    for name, what in (("skills", "skill"), ("plans", "plan")):
+        if getattr(resolved.reuse, name) and resolved.verification != "env":
+            raise SubmissionInvalid(f"reuse.{name}", (
+                f"{what} reuse needs verification 'env' (the environment confirms every reused "
+                f"{what}); this task runs with verification {resolved.verification!r} (profile "
+                f"{resolved.profile!r}); set verification to 'env' or leave reuse.{name} off"))
     try:
         config: BaseModel = registry.validate_config(
             sub.environment, env_config if isinstance(env_config, dict)

@@ -23,6 +23,7 @@ from adapt.engine.experience import (
     EXPORT_FIELDS,
     EXPORT_FORMAT,
     EXPORT_VERSION,
+    SKILL,
     ExperienceReport,
     Solution,
     goal_key,
@@ -39,14 +40,14 @@ def _live(tenant: str, as_of: datetime | None = None) -> Any:
 
 
 async def find(session: AsyncSession, tenant: str, environment: str, key: str, *,
-               as_of: datetime | None = None,
-               exclude: Iterable[int] = ()) -> LibraryEntry | None:
-    """The oldest live entry of ``tenant`` for ``environment`` and goal key ``key`` (exact;
-    ``adapt.engine.experience.key_of``) as of ``as_of`` (``None``: now), not one of
-    ``exclude``."""
+               as_of: datetime | None = None, exclude: Iterable[int] = (),
+               kind: str = SKILL) -> LibraryEntry | None:
+    """The oldest live entry of ``kind`` of ``tenant`` for ``environment`` and goal key
+    ``key`` (exact; ``adapt.engine.experience.key_of``) as of ``as_of`` (``None``: now), not
+    one of ``exclude``."""
     stmt = (select(LibraryEntry)
             .where(_live(tenant, as_of), LibraryEntry.environment == environment,
-                   LibraryEntry.goal_key == key)
+                   LibraryEntry.goal_key == key, LibraryEntry.kind == kind)
             .order_by(LibraryEntry.created_at, LibraryEntry.id).limit(1))
     skip = list(exclude)
     if skip:
@@ -55,17 +56,17 @@ async def find(session: AsyncSession, tenant: str, environment: str, key: str, *
 
 
 async def live_keys(session: AsyncSession, tenant: str,
-                    keys: Iterable[tuple[str, str]]) -> set[tuple[str, str]]:
-    """Which (environment, goal key) of ``keys`` have a live entry of ``tenant`` now."""
+                    keys: Iterable[tuple[str, str, str]]) -> set[tuple[str, str, str]]:
+    """Which (environment, goal key, kind) of ``keys`` have a live entry of ``tenant`` now."""
     wanted = set(keys)
     if not wanted:
         return set()
-    envs = {env for env, _ in wanted}
+    envs = {env for env, _, _ in wanted}
     rows = await session.execute(
-        select(LibraryEntry.environment, LibraryEntry.goal_key)
+        select(LibraryEntry.environment, LibraryEntry.goal_key, LibraryEntry.kind)
         .where(_live(tenant), LibraryEntry.environment.in_(envs),
-               LibraryEntry.goal_key.in_({key for _, key in wanted})))
-    return {(env, key) for env, key in rows.all()} & wanted
+               LibraryEntry.goal_key.in_({key for _, key, _ in wanted})))
+    return {(env, key, kind) for env, key, kind in rows.all()} & wanted
 
 
 async def apply(session: AsyncSession, tenant: str, report: ExperienceReport,
@@ -85,16 +86,17 @@ async def apply(session: AsyncSession, tenant: str, report: ExperienceReport,
     await session.execute(update(LibraryEntry).where(
         mine, LibraryEntry.dropped_at.is_(None), LibraryEntry.failure_streak >= DROP_AFTER)
         .values(dropped_at=now))
-    taken = await live_keys(session, tenant, ((x.environment, storable(x.key))
+    taken = await live_keys(session, tenant, ((x.environment, storable(x.key), x.kind)
                                               for x in report.learned))
     for item in report.learned:
-        key = (item.environment, storable(item.key))
+        key = (item.environment, storable(item.key), item.kind)
         if key in taken:
             continue
         taken.add(key)
         session.add(LibraryEntry(  # model output: made storable (no NUL, no lone surrogate)
             tenant=tenant, environment=item.environment, goal=storable(item.goal),
-            goal_key=key[1], actions=storable(list(item.actions)),
+            goal_key=key[1], kind=item.kind, actions=storable(list(item.actions)),
+            logic=None if item.logic is None else storable(item.logic),
             origin={"task": task_id, "node": item.node_id}, model=item.model,
             simulated=item.simulated, uses=0, failures=0, failure_streak=0, created_at=now))
     await session.commit()
@@ -159,7 +161,8 @@ async def import_entries(session: AsyncSession, tenant: str,
     """Add exported ``entries`` (validated by the caller) to ``tenant``'s library, each as a
     new entry whose origin says it was imported; a goal with a live entry keeps it. Commits."""
     now = utcnow()
-    keys = [(e["environment"], e.get("goal_key") or goal_key(e["goal"])) for e in entries]
+    keys = [(e["environment"], e.get("goal_key") or goal_key(e["goal"]), e.get("kind") or SKILL)
+            for e in entries]
     taken = await live_keys(session, tenant, keys)
     added = 0
     for e, key in zip(entries, keys, strict=True):
@@ -169,7 +172,7 @@ async def import_entries(session: AsyncSession, tenant: str,
         added += 1
         session.add(LibraryEntry(
             tenant=tenant, environment=e["environment"], goal=e["goal"], goal_key=key[1],
-            actions=list(e["actions"]), origin={**(e.get("origin") or {}), "imported": True},
+            kind=key[2], actions=list(e["actions"]), logic=e.get("logic"), origin={**(e.get("origin") or {}), "imported": True},
             model=e.get("model"), simulated=bool(e.get("simulated")),
             uses=int(e.get("uses") or 0), failures=int(e.get("failures") or 0),
             failure_streak=0, created_at=now))
@@ -179,7 +182,7 @@ async def import_entries(session: AsyncSession, tenant: str,
 
 def solution(row: LibraryEntry) -> Solution:
     return Solution(row.id, row.environment, row.goal, tuple(row.actions), dict(row.origin),
-                    row.simulated, row.model)
+                    row.simulated, row.model, row.kind, row.logic)
 
 
 class DbLibrary:
@@ -194,10 +197,11 @@ class DbLibrary:
         self.as_of = as_of
 
     async def find(self, environment: str, key: str,
-                   exclude: frozenset[int] = frozenset()) -> Solution | None:
+                   exclude: frozenset[int] = frozenset(), kind: str = SKILL
+                   ) -> Solution | None:
         async with self.sessions() as session:
             row = await find(session, self.tenant, environment, key, as_of=self.as_of,
-                             exclude=exclude)
+                             exclude=exclude, kind=kind)
             return None if row is None else solution(row)
 
     async def save(self, report: ExperienceReport) -> None:

@@ -457,7 +457,8 @@ class ApprovalRow(Base):
 
 class LibraryEntry(Base):
     """A verified sub-goal solution in a tenant's experience library (``adapt.store.library``):
-    for an environment and a normalised goal, the actions that solved it. Entries are never
+    for an environment and a normalised goal, the actions that solved it (or, kind ``plan``,
+    the decomposition that worked). Entries are never
     changed but for their counts; a dropped one (``dropped_at``) is kept so that a task
     resumed later finds what its first attempt found."""
 
@@ -472,7 +473,11 @@ class LibraryEntry(Base):
     environment: Mapped[str] = mapped_column(String(128))
     goal: Mapped[str] = mapped_column(Text)
     goal_key: Mapped[str] = mapped_column(Text)
+    #: ``skill``: ``actions`` are replayed; ``plan``: ``actions`` are a decomposition's
+    #: steps and ``logic`` its execution order (``reuse.plans``)
+    kind: Mapped[str] = mapped_column(String(16), default="skill", server_default="skill")
     actions: Mapped[list[str]] = mapped_column(JSONType)
+    logic: Mapped[str | None] = mapped_column(Text)
     #: where it was learned: ``{"task": id, "node": id}``; an imported entry's says so
     origin: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
     model: Mapped[str | None] = mapped_column(Text)

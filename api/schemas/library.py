@@ -22,11 +22,18 @@ class LibraryEntryPublic(BaseModel):
 
     id: int
     environment: str = Field(examples=["textcraft"])
+    kind: Literal["skill", "plan"] = Field(
+        description="'skill': actions replayed before the executor (reuse.skills); 'plan': a "
+        "decomposition that worked, its steps in 'actions' and its order in 'logic' "
+        "(reuse.plans).")
     goal: str = Field(examples=["craft 4 oak planks using 1 oak logs"])
     goal_key: str = Field(description="The key retrieval matches exactly: the environment's "
                           "canonical form of the goal (TextCraft: 'gain 4 oak_planks'), else "
                           "the goal normalised.")
-    actions: list[str] = Field(description="The actions replayed, in order.")
+    actions: list[str] = Field(description="The actions replayed, in order (a plan: its "
+                               "steps).")
+    logic: str | None = Field(description="A plan's execution order ('(Step 1 AND Step 2)'); "
+                              "null for a skill.")
     origin: dict[str, Any] = Field(description="Where it was learned: the task and node "
                                    "('imported': true for an imported entry).")
     model: str | None = Field(description="The executor model that found it.")
@@ -59,7 +66,12 @@ class LibraryEntryData(BaseModel):
         default=None, min_length=1, max_length=MAX_GOAL_CHARS,
         description="The key the goal is found under (the environment's canonical form of "
         "the goal); unset: the goal normalised (lower case, single spaces).")
+    kind: Literal["skill", "plan"] = Field(default="skill", description="What the entry "
+                                           "holds: actions to replay, or a plan's steps.")
     actions: list[Action] = Field(min_length=1, max_length=MAX_ACTIONS)
+    logic: str | None = Field(default=None, min_length=1, max_length=MAX_GOAL_CHARS,
+                              description="A plan's execution order over its steps "
+                              "('(Step 1 AND Step 2)'); unset: all steps in order.")
     origin: dict[str, Any] | None = Field(default=None, max_length=16)
     model: str | None = Field(default=None, max_length=1000)
     simulated: bool = False

@@ -34,6 +34,7 @@ from adapt.engine.config import (
     CascadeOrder,
     PassOutput,
     PlanOutput,
+    PlansMode,
     Profile,
     ReactFormat,
     SelfAssessment,
@@ -127,6 +128,7 @@ class ReuseConfig(BaseModel):
 
     skills: bool = engine(Reuse, "skills")
     plans: bool = engine(Reuse, "plans")
+    plans_mode: PlansMode = engine(Reuse, "plans_mode")
 
 
 class Budget(BaseModel):

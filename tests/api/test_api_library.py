@@ -84,6 +84,8 @@ ENTRY: dict[str, Any] = {"environment": "textcraft", "goal": GOAL, "actions": ["
     ({"entries": [{**ENTRY, "origin": {str(i): i for i in range(16)}}]}, "entries.0.origin"),
     ({"entries": [{**ENTRY, "extra": 1}]}, "entries.0.extra"),
     ({"entries": [{**ENTRY, "goal": "nul \u0000"}]}, "entries.0.goal"),
+    ({"entries": [{**ENTRY, "kind": "recipe"}]}, "entries.0.kind"),
+    ({"entries": [{**ENTRY, "kind": "plan", "logic": ""}]}, "entries.0.logic"),
 ])
 async def test_bad_imports_are_422_problems_naming_the_field(
         app: FastAPI, client: httpx.AsyncClient, body: dict[str, Any], field: str) -> None:
@@ -109,6 +111,8 @@ async def test_an_import_of_too_many_entries_is_refused(database_url: str) -> No
     ({"reuse": {"skill": True}}, "reuse.skill"),
     ({"reuse": {"skills": True}, "verification": "off"}, "reuse.skills"),
     ({"reuse": {"skills": True}, "profile": "paper"}, "reuse.skills"),
+    ({"reuse": {"plans": True}, "verification": "off"}, "reuse.plans"),
+    ({"reuse": {"plans": True, "plans_mode": "copy"}}, "reuse.plans_mode"),
 ])
 async def test_bad_reuse_is_a_422_naming_the_field(
         client: httpx.AsyncClient, extra: dict[str, Any], field: str) -> None:
@@ -124,7 +128,8 @@ async def test_a_later_task_replays_what_an_earlier_one_learned(database_url: st
             "reuse": {"skills": True}}
     async with service(database_url) as client:
         first = await run_to_end(client, body)
-        assert first["run_config"]["reuse"] == {"skills": True, "plans": False}
+        assert first["run_config"]["reuse"] == {"skills": True, "plans": False,
+                                                "plans_mode": "reuse"}
         entries = (await client.get("/library")).json()
         assert entries["total"] > 0
         assert all(e["origin"]["task"] == first["id"] for e in entries["items"])
@@ -143,6 +148,29 @@ async def test_a_later_task_replays_what_an_earlier_one_learned(database_url: st
     assert second["status"] == first["status"]
     assert second["usage"]["llm_calls"] < first["usage"]["llm_calls"]
     assert sum(e["uses"] for e in after) == len(reused)
+
+
+async def test_a_later_task_reuses_a_plan_an_earlier_one_learned(database_url: str) -> None:
+    body = {"environment": "textcraft", "environment_config": {"goal": "activator rail"},
+            "d_max": 3, "executor": {"model": "sim:textcraft?capability=1"},
+            "reuse": {"plans": True}}
+    async with service(database_url) as client:
+        first = await run_to_end(client, body)
+        entries = (await client.get("/library")).json()["items"]
+        assert entries and {e["kind"] for e in entries} == {"plan"}, entries
+        assert all(e["logic"].startswith("(Step 1") for e in entries)
+        second = await run_to_end(client, body)
+        tree = (await client.get(f"/tasks/{second['id']}/tree")).json()["tree"]
+        planned = [(await client.get(f"/tasks/{second['id']}/nodes/{n['id']}")).json()
+                   for n in walk(tree) if n["children"]]
+        assert planned and all(n["plan"]["reused"]["mode"] == "reuse" for n in planned)
+        assert {n["plan"]["reused"]["task"] for n in planned} == {first["id"]}
+        roles = [c["role"] for n in planned for c in n["llm_calls"]]
+        assert "planner" not in roles and "executor" in roles  # no planner call on them
+        after = (await client.get("/library")).json()["items"]
+    assert second["status"] == first["status"] == "succeeded"
+    assert second["usage"]["llm_calls"] < first["usage"]["llm_calls"]
+    assert sum(e["uses"] for e in after) == len(planned)
 
 
 def walk(node: dict[str, Any]) -> list[dict[str, Any]]:

@@ -178,7 +178,7 @@ class BrokenLibrary:
     """Finds nothing; cannot save (a database that went away)."""
 
     async def find(self, environment: str, key: str,
-                   exclude: frozenset[int] = frozenset()) -> None:
+                   exclude: frozenset[int] = frozenset(), kind: str = "skill") -> None:
         return None
 
     async def save(self, report: object) -> None:

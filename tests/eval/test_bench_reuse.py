@@ -70,3 +70,21 @@ def test_learning_saves_calls_at_equal_success() -> None:
     assert not any(r.success and r.reward < 1 for r in reused.results)
     # each cell learns in its own copy: the library passed in is left as it was
     assert library.entries == {}
+
+
+def test_plans_save_planner_calls_and_a_bad_kind_is_a_usage_error(tmp_path: Path) -> None:
+    code, out = cli("--split", "test", "--limit", "2", "--reuse-kinds", "recipes")
+    assert code == 2 and "--reuse-kinds" in out
+    # plans only, an empty library that the runs fill: later tasks take earlier plans
+    code, out = cli("--split", "test", "--limit", "40", "--reuse", "--reuse-kinds", "plans",
+                    "--library-learn", "--out", str(tmp_path / "plans"))
+    assert code == 0, out
+    assert "0 false successes" in out and "0 nodes reused" in out
+    code, base = cli("--split", "test", "--limit", "40", "--out", str(tmp_path / "base"))
+    assert code == 0, base
+    runs = {name: [json.loads(x) for x in (tmp_path / name / "tasks.jsonl").read_text()
+                   .splitlines()] for name in ("plans", "base")}
+    planner = {name: sum(r["usage_by_role"].get("planner", {}).get("llm_calls", 0)
+                         for r in records) for name, records in runs.items()}
+    reused = sum(r["reused_plans"] for r in runs["plans"])
+    assert reused > 0 and planner["plans"] <= planner["base"] - reused // 2, (reused, planner)

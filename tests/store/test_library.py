@@ -14,6 +14,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from adapt.engine.experience import (
     DROP_AFTER,
     EXPORT_FIELDS,
+    PLAN,
     ExperienceReport,
     Learned,
     goal_key,
@@ -120,3 +121,35 @@ async def test_export_import_round_trips(sessions: async_sessionmaker[AsyncSessi
     assert same(back)[0]["uses"] == 2 and same(back)[0]["failures"] == 1
     assert all(e["origin"]["imported"] is True for e in back["entries"])
     assert back["entries"][0]["origin"]["task"] == "t1"
+
+
+async def test_plans_are_their_own_kind_per_tenant_and_round_trip(
+        sessions: async_sessionmaker[AsyncSession]) -> None:
+    acme, other = (DbLibrary(sessions, t, "t", None) for t in ("acme", "other"))
+    plan = Learned("textcraft", "craft beehive", "gain 1 beehive", ("fetch 3 honeycomb", GOAL),
+                   1, "sim:textcraft", True, kind=PLAN, logic="(Step 1 AND Step 2)")
+    await acme.save(ExperienceReport(learned=[plan, learned(key="gain 1 beehive")]))
+    found = await acme.find("textcraft", "gain 1 beehive", kind=PLAN)
+    assert found is not None and found.kind == PLAN and found.logic == "(Step 1 AND Step 2)"
+    assert found.actions == ("fetch 3 honeycomb", GOAL) and found.origin["node"] == 1
+    skill = await acme.find("textcraft", "gain 1 beehive")  # one key: a skill and a plan
+    assert skill is not None and skill.kind == "skill" and skill.id != found.id
+    # never another tenant's
+    assert await other.find("textcraft", "gain 1 beehive", kind=PLAN) is None
+    await other.save(ExperienceReport(failed=[found.id] * DROP_AFTER))
+    assert await acme.find("textcraft", "gain 1 beehive", kind=PLAN) is not None
+    # a failing plan is dropped like a skill; the skill stays
+    await acme.save(ExperienceReport(failed=[found.id] * DROP_AFTER))
+    assert await acme.find("textcraft", "gain 1 beehive", kind=PLAN) is None
+    assert await acme.find("textcraft", "gain 1 beehive") is not None
+    # export/import keep the kind and the order
+    await acme.save(ExperienceReport(learned=[plan]))
+    async with sessions() as s:
+        exported = await library.export(s, "acme")
+        kinds = sorted((e["kind"], e["logic"]) for e in exported["entries"])
+        assert kinds == [("plan", "(Step 1 AND Step 2)"), ("skill", None)]
+        done = await library.import_entries(s, "third", exported["entries"])
+        assert (done.added, done.skipped) == (2, 0)
+    third = DbLibrary(sessions, "third", "t", None)
+    back = await third.find("textcraft", "gain 1 beehive", kind=PLAN)
+    assert back is not None and back.logic == "(Step 1 AND Step 2)" and back.origin["imported"]

@@ -38,3 +38,24 @@ def test_a_reused_nodes_panel_names_its_origin(page: Any, server: Server) -> Non
     title = panel.locator("dl.facts dt", has_text="reused from").get_attribute("title")
     assert title and "experience library" in title
     assert page.js_errors == []
+
+
+def test_a_reused_plans_node_panel_names_its_origin(page: Any, server: Server) -> None:
+    body = {"environment": "textcraft", "environment_config": {"seed": 11}, "d_max": 4,
+            "executor": {"model": SIM}, "reuse": {"plans": True}}
+    first = finished(server, body)
+    second = finished(server, body)
+    node = next(n for n in tree_nodes(server, second["id"]) if n["children"])
+    open_task(page, server, second["id"], f"?node={node['id']}")
+    panel = page.locator(f"#node-panel[data-node-id='{node['id']}']")
+    panel.wait_for()
+    facts = dict(zip(panel.locator("dl.facts dt").all_inner_texts(),
+                     panel.locator("dl.facts dd").all_inner_texts(), strict=True))
+    assert facts["plan from"].startswith("reused, no planner call: library entry "), facts
+    assert f"learned at task {first['id']} · node " in facts["plan from"]
+    assert facts["plan from"].endswith("(found by a simulated model)")
+    link = panel.locator("a.reused-origin")
+    assert link.get_attribute("href").startswith(f"/ui/tasks/{first['id']}?node=")
+    title = panel.locator("dl.facts dt", has_text="plan from").get_attribute("title")
+    assert title and "experience library" in title
+    assert page.js_errors == []

@@ -12,10 +12,13 @@ from adapt.engine.proposals import edited_plan, plan_proposal, rejection_note
 from adapt.engine.tree import Node, Plan
 
 
-async def reviewed_plan(planner: Planner, node: Node, task: str) -> Plan:
-    """The plan for ``node``, approved by a person when the task asks for it."""
+async def reviewed_plan(planner: Planner, node: Node, task: str,
+                        first: Plan | None = None) -> Plan:
+    """The plan for ``node``, approved by a person when the task asks for it. ``first``: a
+    plan to propose before asking the planner (a stored one, ``reuse.plans``); a person who
+    rejects it gets the planner's."""
     run = planner.run
-    plan = await planner.plan(node, task)
+    plan = first if first is not None else await planner.plan(node, task)
     if not run.config.approval.plans:
         return plan
     while plan.steps and plan.expression is not None:

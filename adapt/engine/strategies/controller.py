@@ -26,11 +26,13 @@ from __future__ import annotations
 
 from adapt.engine import claim_checks
 from adapt.engine.node_runner import NodeRunner
+from adapt.engine.planning.logic import all_and
 from adapt.engine.planning.planner import Planner
 from adapt.engine.planning.review import reviewed_plan
+from adapt.engine.reuse import example
 from adapt.engine.runtime import Run
 from adapt.engine.strategies.plans import PlanTree, as_group, describe
-from adapt.engine.tree import Node
+from adapt.engine.tree import Node, Plan
 from adapt.envs.base import env_call, undoable
 
 
@@ -77,14 +79,33 @@ class AdaptController:
                 return await runner.finish(node, (await runner.cascade(node, task, 1)).success)
             return await runner.finish(node, False)
 
-        plan = await reviewed_plan(self.planner, node, task)
+        plan = await self.plan(node, task)
         if not plan.steps or plan.expression is None:
             await run.update(node, plan=plan, error="the planner returned no steps",
                              reason="not decomposed: the planner returned no steps")
             if after and not run.episode_done:
                 return await runner.finish(node, (await runner.cascade(node, task, 1)).success)
             return await runner.finish(node, False)
-        group = as_group(plan.expression)
+        ok = await self.decompose(node, plan, cascade)
+        if not ok and taken(plan) and not run.episode_done:
+            # a stored plan that failed is demoted (``check_decomposed``), and the planner
+            # plans from where it left off, as it would have without reuse
+            fresh = await reviewed_plan(self.planner, node, task if not node.evidence else
+                                        f"{task}\n{claim_checks.feedback(node.evidence)}")
+            if fresh.steps and fresh.expression is not None:
+                note = (f"planned again: the stored plan (library entry "
+                        f"{(plan.reused or {}).get('entry')}) did not reach the goal")
+                ok = await self.decompose(node, fresh.model_copy(
+                    update={"warnings": [*fresh.warnings, note]}), cascade)
+        if not ok and after and not run.episode_done:
+            ok = (await runner.cascade(node, task, 1)).success
+        return await runner.finish(node, ok)
+
+    async def decompose(self, node: Node, plan: Plan, cascade: bool) -> bool:
+        """Run ``plan``'s steps as ``node``'s sub-tasks (under a ``plan`` group with a
+        cascade); the node's outcome (the environment's verdict where it has one)."""
+        run, runner = self.run, self.runner
+        group = as_group(plan.expression or all_and(len(plan.steps)))
         await run.update(node, plan=plan, logic=group.op)
         holder = node
         if cascade:  # the plan's steps under one group, apart from the attempt nodes
@@ -93,11 +114,30 @@ class AdaptController:
                 depth=node.depth + 1, goal=describe(group, plan.steps), logic=group.op,
                 label="plan")
             await run.update(holder, status="running")
-        children = await self.tree.build(holder, group, plan.steps, node.depth + 1)
+        children = await self.tree.build(holder, group, plan.steps, node.depth + 1,
+                                         start=len(run.children(holder)))
         ok = await self.tree.run_children(group.op, children)
         if holder is not node:
             await runner.finish(holder, ok)
-        ok = await runner.check_decomposed(node, ok)
-        if not ok and after and not run.episode_done:
-            ok = (await runner.cascade(node, task, 1)).success
-        return await runner.finish(node, ok)
+        return await runner.check_decomposed(node, ok)
+
+    async def plan(self, node: Node, task: str) -> Plan:
+        """The plan for ``node``: with ``reuse.plans`` and a stored plan for its goal, that
+        plan (``plans_mode`` ``reuse``: no planner call, its verdict counts for the entry) or
+        the planner's with it as an example (``example``); else the planner's."""
+        experience = self.run.experience
+        stored = await experience.stored_plan(node) if experience is not None else None
+        if experience is None or stored is None:
+            return await reviewed_plan(self.planner, node, task)
+        if self.run.config.reuse.plans_mode == "example":
+            plan = await reviewed_plan(self.planner, node, f"{task}\n{example(stored)}")
+            return plan.model_copy(update={"reused": stored.reused})
+        plan = await reviewed_plan(self.planner, node, task, first=stored)
+        if plan is stored:
+            experience.plan_taken(node, plan)
+        return plan
+
+
+def taken(plan: Plan) -> bool:
+    """Whether ``plan`` is a stored one taken as is (``reuse.plans``, mode ``reuse``)."""
+    return plan.reused is not None and plan.reused.get("mode") == "reuse"

@@ -57,11 +57,12 @@ class PlanTree:
         self.solve = solve
 
     async def build(
-        self, parent: Node, group: LogicGroup, steps: list[str], depth: int
+        self, parent: Node, group: LogicGroup, steps: list[str], depth: int, start: int = 0
     ) -> list[Node]:
-        """Create (pending) child nodes for every operand of ``group``, recursively."""
+        """Create (pending) child nodes for every operand of ``group``, recursively, at
+        positions from ``start`` on (after a parent's earlier children)."""
         kids: list[Node] = []
-        for position, child in enumerate(group.children):
+        for position, child in enumerate(group.children, start):
             if isinstance(child, StepRef):
                 kid = await self.run.new_node(
                     kind="task", parent_id=parent.id, position=position, depth=depth,

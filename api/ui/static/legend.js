@@ -36,6 +36,7 @@ export const FIELDS = {
   termination: "how this node's own executor run ended",
   why: "why the node was not decomposed, or not run",
   "reused from": "the node was solved by replaying a stored solution from the experience library (no LLM call): the library entry, and the task and node where it was learned",
+  "plan from": "the node's plan came from the experience library (reuse.plans): taken as is with no planner call, or shown to the planner as an example; the library entry, and the task and node whose decomposition worked",
   kind: "task: an executor runs it; group: a nested AND/OR group of the plan (not run itself)",
   depth: "1 for the root; each decomposition adds 1, up to the task's d_max",
 };

@@ -91,6 +91,13 @@ function reusedFrom(reused) {
     `${reused.imported ? " (imported)" : ""}${sim}`);
 }
 
+// Where a node's plan came from when the library gave it (reuse.plans): taken as is (no
+// planner call) or shown to the planner as an example
+function planFrom(reused) {
+  const how = reused.mode === "example" ? "shown to the planner as an example: " : "reused, no planner call: ";
+  return el("span", {}, how, reusedFrom(reused));
+}
+
 function verdictText(node) {
   if (node.verified !== undefined && node.verified !== null) return fmtBool(node.verified);
   if (node.verdict !== undefined && node.verdict !== null) {
@@ -325,6 +332,7 @@ export async function renderNodePanel(container, taskId, nodeId, { onClose, sign
       ["reward reached", reached],
       ...(node.reason ? [["why", node.reason]] : []),
       ...(node.reused ? [["reused from", reusedFrom(node.reused)]] : []),
+      ...(node.plan?.reused ? [["plan from", planFrom(node.plan.reused)]] : []),
       ["kind", node.kind === "group" ? `${node.kind} (${(node.logic || "").toUpperCase()})` : node.kind],
       ["depth", task ? `${node.depth} of d_max ${task.d_max}` : String(node.depth)],
     ]),
