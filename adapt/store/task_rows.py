@@ -342,11 +342,12 @@ async def renew_leases(
 
 async def ended_by(sessions: async_sessionmaker[AsyncSession], owner: str,
                    task_ids: Collection[str]) -> set[str]:
-    """Those of ``task_ids`` that ``owner``'s attempt has just ended (a final status, its
-    lease not given up yet): a renewal no longer finds them, yet nobody took them over."""
+    """Those of ``task_ids`` that ``owner``'s attempt has just ended (a final status, written
+    by ``owner``, whose final write gave the lease up: ``worker`` keeps who ran it): a renewal
+    no longer finds them, yet nobody took them over."""
     async with sessions() as session:
         rows = await session.execute(select(Task.id).where(
-            Task.id.in_(list(task_ids)), Task.lease_owner == owner,
+            Task.id.in_(list(task_ids)), Task.worker == owner,
             Task.status.in_(FINAL_STATUSES)))
         return {str(r[0]) for r in rows}
 

@@ -25,8 +25,10 @@ async def test_an_attempt_that_ended_its_task_is_not_stopped(database_url: str) 
         for task_id in (ended, taken):
             assert await task_rows.claim(ctx.sessions, task_id, "w1", 30) == 1
         async with ctx.sessions.begin() as s:  # one attempt's final write; one task taken over
-            await s.execute(update(Task).where(Task.id == ended).values(status="succeeded"))
-            await s.execute(update(Task).where(Task.id == taken).values(lease_owner="w2"))
+            await s.execute(update(Task).where(Task.id == ended).values(  # as the sink writes it
+                status="succeeded", lease_owner=None, lease_expires_at=None))
+            await s.execute(update(Task).where(Task.id == taken).values(lease_owner="w2",
+                                                                        worker="w2"))
         finishing = {t: asyncio.create_task(asyncio.sleep(30)) for t in (ended, taken)}
         for task_id, runner in finishing.items():
             ctx.running[task_id] = Running(task=runner, attempt=1, runner=runner)
