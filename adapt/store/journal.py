@@ -13,6 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.envs.journal import RecordedStep
+from adapt.store.event_log import expand
 from adapt.store.models import EventRow, StepRow
 
 
@@ -30,10 +31,13 @@ async def recorded_steps(sessions: async_sessionmaker[AsyncSession],
                          task_id: str) -> list[RecordedStep]:
     """The task's recorded action steps (not thoughts), in the order they happened."""
     async with sessions() as session:
-        events = (await session.execute(
-            select(EventRow.payload).where(EventRow.task_id == task_id,
-                                           EventRow.type == "step")
-            .order_by(EventRow.seq))).scalars().all()
+        stored = (await session.execute(
+            select(EventRow.seq, EventRow.type, EventRow.ordinal, EventRow.node_id,
+                   EventRow.payload, EventRow.span)
+            .where(EventRow.task_id == task_id, (EventRow.type == "step") | (EventRow.span > 1))
+            .order_by(EventRow.seq))).all()
+        events = [payload for row in stored for _, type_, _, _, payload in expand(*row)
+                  if type_ == "step"]
         rows = (await session.execute(
             select(StepRow.node_id, StepRow.index, StepRow.kind, StepRow.text,
                    StepRow.observation, StepRow.reward, StepRow.done)

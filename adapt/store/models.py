@@ -286,8 +286,8 @@ class PromptBlock(Base):
 
 class EventRow(Base):
     """Append-only event log; ``seq`` is per task and gap-free. Payloads are compact (they name
-    the rows of other tables, and a node update holds what changed): read events through
-    ``adapt.store.event_log.read_events``."""
+    the rows of other tables, and a node update holds what changed), and a row may hold several
+    events (``span``): read events through ``adapt.store.event_log.read_events``."""
 
     __tablename__ = "events"
     __table_args__ = (
@@ -302,11 +302,16 @@ class EventRow(Base):
     )
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     type: Mapped[str] = mapped_column(String(32))
-    payload: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    #: a dict; a list of entries in a row of several events (``span``)
+    payload: Mapped[dict[str, Any] | list[Any]] = mapped_column(JSONType)
     ordinal: Mapped[int | None] = mapped_column(Integer)  # engine emission index; None: service
-    #: the node of a node event (``node.created`` / ``node.updated``), else None
+    #: the node of a node event (``node.created`` / ``node.updated``), else None; in a row
+    #: of several events, the one node its node events are about
     node_id: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    #: how many consecutive events the row holds (``seq`` and ``ordinal`` are its first's;
+    #: ``payload`` is then a list of short entries: ``adapt.store.event_log.group``)
+    span: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
 
 
 class ApiKey(Base):

@@ -28,7 +28,7 @@ def test_migrations_match_the_models(database_url: str) -> None:
 def test_pending_on_an_empty_database(tmp_path) -> None:  # type: ignore[no-untyped-def]
     assert pending(f"sqlite:///{tmp_path / 'empty.db'}") == ["0001", "0002", "0003", "0004", "0005", "0006", "0007",
                                                       "0008", "0009", "0010", "0011",
-                                                      "0012", "0013", "0014", "0015", "0016", "0017"]
+                                                      "0012", "0013", "0014", "0015", "0016", "0017", "0018"]
 
 
 def test_upgrade_from_0001_keeps_rows_and_adds_the_monitor_column(tmp_path) -> None:  # type: ignore[no-untyped-def]

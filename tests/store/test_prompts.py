@@ -148,9 +148,10 @@ async def test_no_event_copies_a_prompt(sessions: async_sessionmaker[AsyncSessio
 
     task_id, memory = await _run(sessions, 3)
     async with sessions() as session:
-        payloads = (await session.execute(select(EventRow.payload).where(
-            EventRow.task_id == task_id))).scalars().all()
-    assert len(payloads) == len(memory.events)
+        rows = (await session.execute(select(EventRow.payload, EventRow.span).where(
+            EventRow.task_id == task_id))).all()
+    payloads = [r.payload for r in rows]
+    assert sum(r.span for r in rows) == len(memory.events)
     header = paragraphs("P" + (memory.calls[0].prompt or ""))[0][1:]
     planner = next(c.prompt for c in memory.calls if c.role == "planner") or ""
     for payload in payloads:
