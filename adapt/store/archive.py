@@ -19,7 +19,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from adapt.store.event_log import expand, whole_node
+from adapt.store.event_log import ROW, expand, whole_node
 from adapt.store.models import EventRow, LLMCallRow, NodeRow, PromptBlock, StepRow, Task
 from adapt.store.prompts import chain_blocks
 
@@ -44,8 +44,8 @@ def task_columns() -> list[Column[Any]]:
 
 
 #: columns of how rows are stored, not of what they hold: an archive has one event per row
-#: (``events.span``: a stored row may hold several; ``adapt.store.event_log``)
-_STORAGE_ONLY = frozenset({"task_id", "span"})
+#: (``events.span``, ``events.packed``: a stored row may hold several; ``adapt.store.event_log``)
+_STORAGE_ONLY = frozenset({"task_id", "span", "packed"})
 
 
 def section_columns(section: str) -> list[Column[Any]]:
@@ -85,7 +85,7 @@ async def _events(session: AsyncSession, task_id: str) -> list[dict[str, Any]]:
     """The task's events, one per row (a stored row of several events is split)."""
     e = EventRow
     rows = (await session.execute(
-        select(e.seq, e.type, e.ordinal, e.node_id, e.payload, e.span, e.created_at)
+        select(*ROW, e.created_at)
         .where(e.task_id == task_id).order_by(e.seq))).all()
     return [{"seq": seq, "type": type_, "payload": _whole_created(payload), "ordinal": ordinal,
              "node_id": node_id, "created_at": _plain(created)}

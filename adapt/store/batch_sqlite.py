@@ -51,7 +51,7 @@ _INSERT_STEP = (f"INSERT INTO steps (task_id, {_names(_STEP_COLS)}) "
 _INSERT_CALL = (f"INSERT INTO llm_calls (task_id, {_names(_CALL_COLS)}, attempt, created_at) "
                 f"VALUES ({_marks(len(_CALL_COLS) + 3)})")
 _INSERT_EVENT = ("INSERT INTO events (task_id, seq, type, payload, ordinal, node_id, "
-                 "span, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+                 "span, packed, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
 _INSERT_BLOCK = "INSERT OR IGNORE INTO prompt_blocks (hash, parent, text) VALUES (?, ?, ?)"
 
 
@@ -123,8 +123,10 @@ async def write_sqlite(engine: AsyncEngine, task_id: str, attempt: int, owner: s
                      task_id, n["id"]) for n in updated],
         "steps": [(task_id, *_row(_STEP_COLS, s)) for s in steps],
         "calls": [(task_id, *_row(_CALL_COLS, c), attempt, stamp) for c in calls],
-        "events": [(task_id, e["i"], e["type"], orjson.dumps(e["payload"]).decode(),
-                    e["ordinal"], e["node_id"], e["span"], stamp) for e in group(events)],
+        "events": [(task_id, e["i"], e["type"],
+                    None if e["payload"] is None else orjson.dumps(e["payload"]).decode(),
+                    e["ordinal"], e["node_id"], e["span"], e["packed"], stamp)
+                   for e in group(events)],
         "count": len(events),
     }
     task = _task_update(task_id, attempt, owner, clean, values, stamp)

@@ -15,7 +15,8 @@ what other tables already hold instead of copying it:
 
 The events of one write are stored in one row (:func:`group`): a row holds up to
 :data:`MAX_SPAN` consecutive engine events (``span``; its ``seq`` and ``ordinal`` are its first
-event's), each one short JSON entry (``["l", 12]`` for ``{"call_id": 12}``), and ``node_id``
+event's), each one short JSON entry (``["l", 12]`` for ``{"call_id": 12}``), the list
+compressed (``packed``: ``adapt.store.packing``; ``payload`` is then NULL), and ``node_id``
 says which node its node events are about (:data:`SEVERAL_NODES`: more than one; a reader
 that rebuilds a node's snapshot reads those rows and the node's own). A row costs about 60
 bytes of PostgreSQL overhead and its key in two indexes; a write of an LLM call and what
@@ -42,6 +43,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapt.engine.tree import Node
 from adapt.store.models import EventRow, LLMCallRow, StepRow
+from adapt.store.packing import pack, unpack
 
 log = logging.getLogger(__name__)
 
@@ -147,22 +149,33 @@ def group(events: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
         first = run[0]
         if len(run) == 1:
             rows.append({"i": i, "span": 1, "type": first["type"], "payload": first["payload"],
-                         "ordinal": first.get("ordinal"), "node_id": first.get("node_id")})
+                         "ordinal": first.get("ordinal"), "node_id": first.get("node_id"),
+                         "packed": None})
         else:
             nodes = {e["node_id"] for e in run if e.get("node_id") is not None}
             several = len(nodes) > 1
-            rows.append({"i": i, "span": len(run), "type": first["type"],
-                         "payload": [_entry(e["type"], e["payload"], several) for e in run],
+            rows.append({"i": i, "span": len(run), "type": first["type"], "payload": None,
                          "ordinal": first["ordinal"],
-                         "node_id": SEVERAL_NODES if several else next(iter(nodes), None)})
+                         "node_id": SEVERAL_NODES if several else next(iter(nodes), None),
+                         "packed": pack([_entry(e["type"], e["payload"], several)
+                                         for e in run])})
         i += len(run)
     return rows
 
 
+#: the columns :func:`expand` reads, in its order: ``select(*ROW)``
+ROW = (EventRow.seq, EventRow.type, EventRow.ordinal, EventRow.node_id, EventRow.payload,
+       EventRow.span, EventRow.packed)
+
+
 def expand(seq: int, event_type: str, ordinal: int | None, node_id: int | None, payload: Any,
-           span: int | None) -> list[tuple[int, str, int | None, int | None, dict[str, Any]]]:
-    """The events a stored row holds, as ``(seq, type, ordinal, node_id, compact payload)``
-    (``node_id``: the node of a node event, else None, as in a row of one event)."""
+           span: int | None, packed: bytes | None = None
+           ) -> list[tuple[int, str, int | None, int | None, dict[str, Any]]]:
+    """The events a stored row (its :data:`ROW` columns) holds, as ``(seq, type, ordinal,
+    node_id, compact payload)`` (``node_id``: the node of a node event, else None, as in a
+    row of one event)."""
+    if packed is not None:
+        payload = unpack(packed)
     if not span or span <= 1 or not isinstance(payload, list):
         return [(seq, event_type, ordinal, node_id, payload or {})]
     out = []
@@ -248,9 +261,7 @@ async def stored_events(session: AsyncSession, task_id: str
     """The task's events as stored (compact), one per event: ``(seq, type, ordinal, node_id,
     payload)`` (:func:`expand` of every row)."""
     rows = (await session.execute(
-        select(EventRow.seq, EventRow.type, EventRow.ordinal, EventRow.node_id,
-               EventRow.payload, EventRow.span)
-        .where(EventRow.task_id == task_id).order_by(EventRow.seq))).all()
+        select(*ROW).where(EventRow.task_id == task_id).order_by(EventRow.seq))).all()
     return [e for row in rows for e in expand(*row)]
 
 
@@ -258,8 +269,7 @@ async def _fold_before(session: AsyncSession, task_id: str, after_seq: int,
                        node_ids: set[int], states: NodeStates) -> None:
     """The snapshots of ``node_ids`` as of event ``after_seq`` (one statement)."""
     rows = (await session.execute(
-        select(EventRow.seq, EventRow.type, EventRow.ordinal, EventRow.node_id,
-               EventRow.payload, EventRow.span)
+        select(*ROW)
         .where(EventRow.task_id == task_id,
                EventRow.node_id.in_([SEVERAL_NODES, *sorted(node_ids)]),
                EventRow.seq <= after_seq)
@@ -277,8 +287,7 @@ async def read_events(session: AsyncSession, task_id: str, after_seq: int,
     each whole. ``states`` carries node snapshots from one call to the next (a stream reading
     page after page passes the same dict); without it they are rebuilt from the log."""
     # the row that holds the event after ``after_seq`` may start up to MAX_SPAN - 1 before it
-    stmt = (select(EventRow.seq, EventRow.type, EventRow.ordinal, EventRow.node_id,
-                   EventRow.payload, EventRow.span, EventRow.created_at)
+    stmt = (select(*ROW, EventRow.created_at)
             .where(EventRow.task_id == task_id, EventRow.seq > after_seq - MAX_SPAN,
                    EventRow.seq + EventRow.span > after_seq + 1)
             .order_by(EventRow.seq))

@@ -13,7 +13,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.envs.journal import RecordedStep
-from adapt.store.event_log import expand
+from adapt.store.event_log import ROW, expand
 from adapt.store.models import EventRow, StepRow
 
 
@@ -32,8 +32,7 @@ async def recorded_steps(sessions: async_sessionmaker[AsyncSession],
     """The task's recorded action steps (not thoughts), in the order they happened."""
     async with sessions() as session:
         stored = (await session.execute(
-            select(EventRow.seq, EventRow.type, EventRow.ordinal, EventRow.node_id,
-                   EventRow.payload, EventRow.span)
+            select(*ROW)
             .where(EventRow.task_id == task_id, (EventRow.type == "step") | (EventRow.span > 1))
             .order_by(EventRow.seq))).all()
         events = [payload for row in stored for _, type_, _, _, payload in expand(*row)

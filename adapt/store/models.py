@@ -21,6 +21,7 @@ from sqlalchemy import (
     ForeignKeyConstraint,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     TypeDecorator,
@@ -302,16 +303,19 @@ class EventRow(Base):
     )
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     type: Mapped[str] = mapped_column(String(32))
-    #: a dict; a list of entries in a row of several events (``span``)
-    payload: Mapped[dict[str, Any] | list[Any]] = mapped_column(JSONType)
+    #: the event's payload; NULL in a row of several events (``span``), whose entries are
+    #: ``packed``
+    payload: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     ordinal: Mapped[int | None] = mapped_column(Integer)  # engine emission index; None: service
     #: the node of a node event (``node.created`` / ``node.updated``), else None; in a row
     #: of several events, the one node its node events are about
     node_id: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
     #: how many consecutive events the row holds (``seq`` and ``ordinal`` are its first's;
-    #: ``payload`` is then a list of short entries: ``adapt.store.event_log.group``)
+    #: its events are then ``packed``: ``adapt.store.event_log.group``)
     span: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    #: the entries of a row of several events, compressed (``adapt.store.packing``)
+    packed: Mapped[bytes | None] = mapped_column(LargeBinary)
 
 
 class ApiKey(Base):

@@ -1,9 +1,9 @@
-"""events.span: a row of the event log may hold several consecutive events
+"""events.span, events.packed: a row of the event log may hold several events, compressed
 
-The events of one write are stored in as few rows as their nodes allow
-(``adapt.store.event_log.group``): ``span`` says how many consecutive events a row holds (its
-``seq`` and ``ordinal`` are the first's), ``payload`` is then a list of short entries and
-``node_id`` the node its node events are about (0: several). Rows
+The events of one write are stored in one row (``adapt.store.event_log.group``): ``span`` says how many consecutive events a row holds (its
+``seq`` and ``ordinal`` are the first's), its events are a list of short entries, compressed
+in ``packed`` (``adapt.store.packing``; ``payload``, now nullable, is then NULL), and
+``node_id`` is the node its node events are about (0: several). Rows
 written before this revision hold one event each (``span`` 1) and read as they are. A
 ``node.created`` payload now holds the fields of the snapshot that are not their default
 (``{"n": {...}}``; before: ``{"node": {...}}``, which still reads). The downgrade splits every
@@ -22,11 +22,17 @@ from typing import Any
 
 import sqlalchemy as sa
 from alembic import op
+from sqlalchemy.dialects import postgresql
+
+# the stored bytes' format is versioned and never changes (``adapt.store.packing``)
+from adapt.store.packing import unpack
 
 revision: str = "0018"
 down_revision: str | None = "0017"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
+
+JSONType = sa.JSON().with_variant(postgresql.JSONB(astext_type=sa.Text()), "postgresql")
 
 #: a grouped row's short entries: code -> (type, the compact payload's one key), as
 #: ``adapt.store.event_log`` writes them (kept here: a migration reads what it was written for)
@@ -69,17 +75,19 @@ def upgrade() -> None:
     with op.batch_alter_table("events", schema=None) as batch_op:
         batch_op.add_column(sa.Column("span", sa.Integer(), server_default="1",
                                       nullable=False))
+        batch_op.add_column(sa.Column("packed", sa.LargeBinary(), nullable=True))
+        batch_op.alter_column("payload", existing_type=JSONType, nullable=True)
 
 
 def _split(conn: sa.Connection) -> None:
     """Every row of several events written as rows of one (compact payloads), and every
     node snapshot whole."""
     rows = conn.execute(sa.text(
-        "SELECT task_id, seq, ordinal, node_id, payload, span, created_at FROM events "
+        "SELECT task_id, seq, ordinal, node_id, packed, span, created_at FROM events "
         "WHERE span > 1 ORDER BY task_id, seq")).all()
     jsonb = "CAST(:payload AS JSONB)" if conn.dialect.name == "postgresql" else ":payload"
-    for task_id, seq, ordinal, node_id, payload, _span, created in rows:
-        entries = json.loads(payload) if isinstance(payload, str) else payload
+    for task_id, seq, ordinal, node_id, packed, _span, created in rows:
+        entries = unpack(bytes(packed))
         singles: list[dict[str, Any]] = []
         for k, (code, value, *node) in enumerate(entries):
             if code in _SHORT:
@@ -121,4 +129,6 @@ def _split(conn: sa.Connection) -> None:
 def downgrade() -> None:
     _split(op.get_bind())
     with op.batch_alter_table("events", schema=None) as batch_op:
+        batch_op.alter_column("payload", existing_type=JSONType, nullable=False)
+        batch_op.drop_column("packed")
         batch_op.drop_column("span")

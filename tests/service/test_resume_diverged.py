@@ -16,7 +16,8 @@ from adapt.engine.resolve import resolve_config
 from adapt.envs.textcraft import TextCraft
 from adapt.service.execute import ServiceContext, execute_task
 from adapt.store.event_log import expand, stored_events
-from adapt.store.models import EventRow, LLMCallRow, NodeRow, Task, utcnow
+from adapt.store.models import EventRow
+from adapt.store.packing import LLMCallRow, NodeRow, Task, pack, unpack, utcnow
 from tests.service.test_stored_configs import ctx, insert
 
 __all__ = ["ctx"]  # the worker's context, as the stored-config tests make it (a fixture)
@@ -32,10 +33,10 @@ async def interrupted_mid_run(ctx: ServiceContext, task_id: str) -> int:
         last = (await session.execute(select(EventRow).where(EventRow.task_id == task_id)
                                       .order_by(EventRow.seq.desc()).limit(1))).scalar_one()
         assert expand(last.seq, last.type, last.ordinal, last.node_id, last.payload,
-                      last.span)[-1][1] == "task.finished"
+                      last.span, last.packed)[-1][1] == "task.finished"
         if last.span > 1:
-            assert isinstance(last.payload, list)
-            last.payload, last.span = last.payload[:-1], last.span - 1
+            assert last.packed is not None
+            last.packed, last.span = pack(unpack(last.packed)[:-1]), last.span - 1
         else:
             await session.delete(last)
         await session.execute(update(Task).where(Task.id == task_id).values(

@@ -15,7 +15,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine.events import Event, FanoutSink, LLMCallMade, MemorySink, TaskFinished
 from adapt.store.db import create_engine, session_factory
-from adapt.store.event_log import SEVERAL_NODES, NodeStates, expand, read_events, whole_node
+from adapt.store.event_log import ROW, SEVERAL_NODES, NodeStates, expand, read_events, whole_node
 from adapt.store.models import EventRow, utcnow
 from adapt.store.sink import DbSink
 from benchmarks.perfkit import OWNER, leased_task, run_textcraft
@@ -87,8 +87,7 @@ async def stored_rows(sessions: async_sessionmaker[AsyncSession], task_id: str
                       ) -> list[Any]:
     async with sessions() as session:
         return list((await session.execute(
-            select(EventRow.seq, EventRow.type, EventRow.ordinal, EventRow.node_id,
-                   EventRow.payload, EventRow.span)
+            select(*ROW)
             .where(EventRow.task_id == task_id).order_by(EventRow.seq))).all())
 
 
@@ -108,8 +107,9 @@ async def test_what_is_stored_names_rows_and_keeps_what_changed(
                for n, p in by_type["node.created"])
     assert all(set(p) == {"step_ref"} and n is None for n, p in by_type["step"])
     assert all(set(p) == {"call_id"} and n is None for n, p in by_type["llm_call"])
-    stored = sum(len(json.dumps(row.payload)) for row in rows)
-    assert stored < 0.3 * sum(len(json.dumps(e["data"])) for e in expected)
+    assert all(row.payload is None and row.packed for row in rows if row.span > 1)
+    stored = sum(len(row.packed or json.dumps(row.payload)) for row in rows)
+    assert stored < 0.1 * sum(len(json.dumps(e["data"])) for e in expected)
     # one row per write: a call and what followed it (its step, node updates) are one row
     assert len(rows) < 0.4 * len(expected)
     assert all(row.span >= 2 for row in rows if row.type == "llm_call")
@@ -205,7 +205,7 @@ async def test_rows_of_the_older_formats_read_as_they_are(
         first_kept = min(s for s in created if s > events[20][0])
         if first_kept != events[21][0]:
             row = created[first_kept]
-            assert isinstance(row.payload, list)
+            assert row.packed is not None
             missing = [e for e in events if events[20][0] < e[0] < first_kept]
             for seq, type_, ordinal, node_id, payload in missing:
                 session.add(EventRow(task_id=task_id, seq=seq, type=type_, payload=payload,

@@ -144,14 +144,12 @@ async def test_no_event_copies_a_prompt(sessions: async_sessionmaker[AsyncSessio
     """The event log references calls: no event of any type holds a prompt's text."""
     import json
 
-    from adapt.store.models import EventRow
+    from adapt.store.event_log import stored_events
 
     task_id, memory = await _run(sessions, 3)
     async with sessions() as session:
-        rows = (await session.execute(select(EventRow.payload, EventRow.span).where(
-            EventRow.task_id == task_id))).all()
-    payloads = [r.payload for r in rows]
-    assert sum(r.span for r in rows) == len(memory.events)
+        payloads = [e[4] for e in await stored_events(session, task_id)]
+    assert len(payloads) == len(memory.events)
     header = paragraphs("P" + (memory.calls[0].prompt or ""))[0][1:]
     planner = next(c.prompt for c in memory.calls if c.role == "planner") or ""
     for payload in payloads:

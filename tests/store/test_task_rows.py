@@ -14,7 +14,7 @@ from adapt.engine.events import FinishedData
 from adapt.store import task_rows as tasks
 from adapt.store.batch import Batch
 from adapt.store.db import create_engine, session_factory
-from adapt.store.event_log import expand
+from adapt.store.event_log import ROW, expand
 from adapt.store.models import EventRow, NodeRow, Task, utcnow
 from adapt.store.sink import WRITERS
 
@@ -127,8 +127,7 @@ async def test_batches_take_gap_free_numbers_and_the_last_one_finishes(sessions)
     assert task.finished and task.finished_at is not None
     async with sessions() as session:
         rows = (await session.execute(
-            select(EventRow.seq, EventRow.type, EventRow.ordinal, EventRow.node_id,
-                   EventRow.payload, EventRow.span)
+            select(*ROW)
             .where(EventRow.task_id == "t1").order_by(EventRow.seq))).all()
     # each batch is one row (its events' ordinals are consecutive) holding every event
     assert [(r.seq, r.span) for r in rows] == [(1, 3), (4, 2)]
