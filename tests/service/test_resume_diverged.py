@@ -16,8 +16,8 @@ from adapt.engine.resolve import resolve_config
 from adapt.envs.textcraft import TextCraft
 from adapt.service.execute import ServiceContext, execute_task
 from adapt.store.event_log import expand, stored_events
-from adapt.store.models import EventRow
-from adapt.store.packing import LLMCallRow, NodeRow, Task, pack, unpack, utcnow
+from adapt.store.models import EventRow, LLMCallRow, NodeRow, Task, utcnow
+from adapt.store.packing import pack, unpack
 from tests.service.test_stored_configs import ctx, insert
 
 __all__ = ["ctx"]  # the worker's context, as the stored-config tests make it (a fixture)

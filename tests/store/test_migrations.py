@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -483,7 +484,7 @@ def test_0015_adds_the_growth_indexes_and_the_metrics_totals_and_drops_them_keep
 
 @pytest.mark.parametrize("backend", ["sqlite", "postgres"])
 def test_0018_rows_of_several_events_split_on_downgrade_and_rows_of_one_read_as_they_are(
-        backend: str, tmp_path) -> None:  # type: ignore[no-untyped-def]
+        backend: str, tmp_path: Path) -> None:
     """A task stored at head (a row per write, packed; new nodes sparse) reads the same after
     a downgrade to 0017 (one row per event, every snapshot whole, as that code reads them)
     and an upgrade again (the rows of one event read as they are)."""
