@@ -30,7 +30,6 @@ read as they are. :func:`compact` is the writer's half (the ``DbSink``).
 
 from __future__ import annotations
 
-import copy
 import logging
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -213,7 +212,7 @@ def whole_node(sparse: dict[str, Any]) -> dict[str, Any]:
         if k in sparse:
             out[k] = sparse[k]
         elif d is not _MISSING:
-            out[k] = copy.deepcopy(d) if isinstance(d, dict | list) else d
+            out[k] = dict(d) if isinstance(d, dict) else d  # (defaults are flat)
     if len(out) < len(sparse):  # a field the model no longer has: shown as stored
         out.update((k, v) for k, v in sparse.items() if k not in out)
     return out
@@ -275,9 +274,54 @@ async def _fold_before(session: AsyncSession, task_id: str, after_seq: int,
                EventRow.seq <= after_seq)
         .order_by(EventRow.seq))).all()
     for row in rows:
+        if row.packed is not None and row.node_id == SEVERAL_NODES:
+            # only the node events of these nodes: most of a row of several nodes is not
+            for k, entry in enumerate(unpack(row.packed)):
+                code = entry[0]
+                if row.seq + k > after_seq:
+                    break
+                if code == "u" and len(entry) > 2 and entry[2] in node_ids:
+                    _apply(states, int(entry[2]), "node.updated", {"changed": entry[1]})
+                elif code == "c" and entry[1]["id"] in node_ids:
+                    _apply(states, int(entry[1]["id"]), "node.created", {"n": entry[1]})
+                elif code not in _SHORT and code in NODE_EVENTS:  # an entry stored whole
+                    event_type, node_id, payload = _unentry(entry, None)
+                    if node_id in node_ids:
+                        _apply(states, int(node_id), event_type, payload)
+            continue
         for seq, event_type, _, node_id, payload in expand(*row):
             if seq <= after_seq and event_type in NODE_EVENTS and node_id in node_ids:
                 _apply(states, int(node_id), event_type, payload)
+
+
+#: rows read at once for a page of ``limit`` events: a row holds about four (one write)
+ROWS_PER_EVENT = 0.3
+
+
+async def _page(session: AsyncSession, task_id: str, after_seq: int, limit: int | None
+                ) -> list[_Event]:
+    """The stored events with ``seq > after_seq``, at most ``limit``, compact; the rows are
+    read a few at a time (a page rarely needs as many rows as events)."""
+    out: list[_Event] = []
+    # the row that holds the event after ``after_seq`` may start up to MAX_SPAN - 1 before it
+    where = [EventRow.task_id == task_id, EventRow.seq > after_seq - MAX_SPAN,
+             EventRow.seq + EventRow.span > after_seq + 1]
+    while True:
+        stmt = select(*ROW, EventRow.created_at).where(*where).order_by(EventRow.seq)
+        chunk = None if limit is None else max(1, int((limit - len(out)) * ROWS_PER_EVENT) + 1)
+        if chunk is not None:
+            stmt = stmt.limit(chunk)
+        rows = (await session.execute(stmt)).all()
+        for *stored, created in rows:
+            out += [_Event(seq, type_, created, ordinal, node_id, payload)
+                    for seq, type_, ordinal, node_id, payload in expand(*stored)
+                    if seq > after_seq]
+        if limit is None or len(out) >= limit or len(rows) < (chunk or 0) or not rows:
+            break
+        where = [EventRow.task_id == task_id, EventRow.seq > rows[-1].seq]
+    if limit is not None:
+        del out[limit:]
+    return out
 
 
 async def read_events(session: AsyncSession, task_id: str, after_seq: int,
@@ -286,18 +330,7 @@ async def read_events(session: AsyncSession, task_id: str, after_seq: int,
     """The task's events with ``seq > after_seq``, oldest first, at most ``limit`` (None: all),
     each whole. ``states`` carries node snapshots from one call to the next (a stream reading
     page after page passes the same dict); without it they are rebuilt from the log."""
-    # the row that holds the event after ``after_seq`` may start up to MAX_SPAN - 1 before it
-    stmt = (select(*ROW, EventRow.created_at)
-            .where(EventRow.task_id == task_id, EventRow.seq > after_seq - MAX_SPAN,
-                   EventRow.seq + EventRow.span > after_seq + 1)
-            .order_by(EventRow.seq))
-    if limit is not None:
-        stmt = stmt.limit(limit)  # each row holds at least one of them
-    rows = [_Event(seq, type_, created, ordinal, node_id, payload)
-            for *stored, created in (await session.execute(stmt)).all()
-            for seq, type_, ordinal, node_id, payload in expand(*stored) if seq > after_seq]
-    if limit is not None:
-        rows = rows[:limit]
+    rows = await _page(session, task_id, after_seq, limit)
     if not rows:
         return []
     states = {} if states is None else states

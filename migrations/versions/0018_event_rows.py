@@ -15,7 +15,6 @@ Revises: 0017
 Create Date: 2026-11-27 16:30:00
 """
 
-import copy
 import json
 from collections.abc import Sequence
 from typing import Any
@@ -59,7 +58,7 @@ def _whole(sparse: dict[str, Any]) -> dict[str, Any]:
         if k in sparse:
             out[k] = sparse[k]
         elif d is not _REQUIRED:
-            out[k] = copy.deepcopy(d) if isinstance(d, dict | list) else d
+            out[k] = dict(d) if isinstance(d, dict) else d  # (defaults are flat)
     out.update((k, v) for k, v in sparse.items() if k not in out)
     return out
 
