@@ -264,34 +264,61 @@ async def stored_events(session: AsyncSession, task_id: str
     return [e for row in rows for e in expand(*row)]
 
 
+def _node_events(row: Any, node_ids: set[int], after_seq: int
+                 ) -> list[tuple[int, str, dict[str, Any]]]:
+    """The events of a stored row about ``node_ids``, up to ``after_seq``: (node id, type,
+    compact payload)."""
+    out: list[tuple[int, str, dict[str, Any]]] = []
+    if row.packed is not None and row.node_id == SEVERAL_NODES:
+        # only the node events of these nodes: most of a row of several nodes is not
+        for k, entry in enumerate(unpack(row.packed)):
+            code = entry[0]
+            if row.seq + k > after_seq:
+                break
+            if code == "u" and len(entry) > 2 and entry[2] in node_ids:
+                out.append((int(entry[2]), "node.updated", {"changed": entry[1]}))
+            elif code == "c" and entry[1]["id"] in node_ids:
+                out.append((int(entry[1]["id"]), "node.created", {"n": entry[1]}))
+            elif code not in _SHORT and code in NODE_EVENTS:  # an entry stored whole
+                event_type, node_id, payload = _unentry(entry, None)
+                if node_id in node_ids:
+                    out.append((int(node_id), event_type, payload))
+        return out
+    for seq, event_type, _, node_id, payload in expand(*row):
+        if seq <= after_seq and event_type in NODE_EVENTS and node_id in node_ids:
+            out.append((int(node_id), event_type, payload))
+    return out
+
+
+#: rows a rebuild of node snapshots reads at once, going back from the page
+FOLD_CHUNK = 256
+
+
 async def _fold_before(session: AsyncSession, task_id: str, after_seq: int,
                        node_ids: set[int], states: NodeStates) -> None:
-    """The snapshots of ``node_ids`` as of event ``after_seq`` (one statement)."""
-    rows = (await session.execute(
-        select(*ROW)
-        .where(EventRow.task_id == task_id,
-               EventRow.node_id.in_([SEVERAL_NODES, *sorted(node_ids)]),
-               EventRow.seq <= after_seq)
-        .order_by(EventRow.seq))).all()
-    for row in rows:
-        if row.packed is not None and row.node_id == SEVERAL_NODES:
-            # only the node events of these nodes: most of a row of several nodes is not
-            for k, entry in enumerate(unpack(row.packed)):
-                code = entry[0]
-                if row.seq + k > after_seq:
-                    break
-                if code == "u" and len(entry) > 2 and entry[2] in node_ids:
-                    _apply(states, int(entry[2]), "node.updated", {"changed": entry[1]})
-                elif code == "c" and entry[1]["id"] in node_ids:
-                    _apply(states, int(entry[1]["id"]), "node.created", {"n": entry[1]})
-                elif code not in _SHORT and code in NODE_EVENTS:  # an entry stored whole
-                    event_type, node_id, payload = _unentry(entry, None)
-                    if node_id in node_ids:
-                        _apply(states, int(node_id), event_type, payload)
-            continue
-        for seq, event_type, _, node_id, payload in expand(*row):
-            if seq <= after_seq and event_type in NODE_EVENTS and node_id in node_ids:
-                _apply(states, int(node_id), event_type, payload)
+    """The snapshots of ``node_ids`` as of event ``after_seq``. The rows of these nodes and
+    those of several nodes are read backwards from ``after_seq``, a chunk at a time, until
+    each node's whole snapshot (its creation) is among them; then folded forwards."""
+    found: list[list[tuple[int, str, dict[str, Any]]]] = []
+    missing = set(node_ids)
+    before = after_seq + 1
+    while missing:
+        rows = (await session.execute(
+            select(*ROW)
+            .where(EventRow.task_id == task_id,
+                   EventRow.node_id.in_([SEVERAL_NODES, *sorted(node_ids)]),
+                   EventRow.seq < before)
+            .order_by(EventRow.seq.desc()).limit(FOLD_CHUNK))).all()
+        for row in rows:
+            events = _node_events(row, node_ids, after_seq)
+            found.append(events)
+            missing -= {n for n, _, payload in events if "n" in payload or "node" in payload}
+        if len(rows) < FOLD_CHUNK:
+            break
+        before = rows[-1].seq
+    for events in reversed(found):
+        for node_id, event_type, payload in events:
+            _apply(states, node_id, event_type, payload)
 
 
 #: rows read at once for a page of ``limit`` events: a row holds about four (one write)

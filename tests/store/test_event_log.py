@@ -83,6 +83,17 @@ async def test_rows_far_apart_are_named_instead_of_read_by_range(
         assert shown(await read_events(session, task_id, 9, 7)) == expected[9:16]
 
 
+async def test_snapshots_are_rebuilt_from_rows_read_back_a_few_at_a_time(
+        sessions: async_sessionmaker[AsyncSession], monkeypatch: pytest.MonkeyPatch) -> None:
+    import adapt.store.event_log as event_log
+
+    task_id, expected = await stored_task(sessions)
+    monkeypatch.setattr(event_log, "FOLD_CHUNK", 1)  # one row per read, going back
+    async with sessions() as session:
+        for since in range(1, len(expected), 3):
+            assert shown(await read_events(session, task_id, since, 4)) == expected[since:since + 4]
+
+
 async def stored_rows(sessions: async_sessionmaker[AsyncSession], task_id: str
                       ) -> list[Any]:
     async with sessions() as session:
