@@ -8,7 +8,6 @@ import uuid
 from collections.abc import AsyncIterator, Callable, Sequence
 from contextlib import AbstractAsyncContextManager, asynccontextmanager
 
-from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine import RunConfig
@@ -16,7 +15,8 @@ from adapt.engine.events import Event, NodeCreated, NodeUpdated, TaskFinished
 from adapt.engine.sinktesting import SinkCase
 from adapt.engine.tree import FINAL_NODE_STATUSES
 from adapt.store import task_rows
-from adapt.store.models import EventRow, Task
+from adapt.store.event_log import stored_events
+from adapt.store.models import Task
 from adapt.telemetry.semconv import TaskInfo
 from adapt.telemetry.sink import OtelSink, Writing
 from adapt.telemetry.spans import SpanRecord, TraceBuilder
@@ -44,8 +44,7 @@ async def claimed_task(sessions: async_sessionmaker[AsyncSession],
 async def event_types(sessions: async_sessionmaker[AsyncSession], task_id: str) -> list[str]:
     """The types of the task's stored events, in sequence order."""
     async with sessions() as session:
-        return list((await session.execute(select(EventRow.type).where(
-            EventRow.task_id == task_id).order_by(EventRow.seq))).scalars().all())
+        return [type_ for _, type_, _, _, _ in await stored_events(session, task_id)]
 
 
 CaseFactory = Callable[[], AbstractAsyncContextManager[SinkCase]]

@@ -21,6 +21,7 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from adapt.store.event_log import ROW, expand, whole_node
 from adapt.store.models import (
     ApprovalRow,
     EventRow,
@@ -56,8 +57,13 @@ def task_columns() -> list[Column[Any]]:
     return [c for c in TASK_TABLE.columns if c.key not in TASK_PRIVATE]
 
 
+#: columns of how rows are stored, not of what they hold: an archive has one event per row
+#: (``events.span``, ``events.packed``: a stored row may hold several; ``adapt.store.event_log``)
+_STORAGE_ONLY = frozenset({"task_id", "span", "packed"})
+
+
 def section_columns(section: str) -> list[Column[Any]]:
-    return [c for c in SECTIONS[section].columns if c.key != "task_id"]
+    return [c for c in SECTIONS[section].columns if c.key not in _STORAGE_ONLY]
 
 
 def _plain(value: Any) -> Any:
@@ -80,10 +86,33 @@ async def read_task(session: AsyncSession, task_id: str) -> dict[str, Any]:
         if section == "prompt_blocks":
             out[section] = await _blocks(session, task_id)
             continue
+        if section == "events":
+            out[section] = await _events(session, task_id)
+            continue
         stmt = select(*columns).where(table.c.task_id == task_id)
         stmt = stmt.order_by(*(table.c[k] for k in _ORDER[section]))
         out[section] = _rows((await session.execute(stmt)).all(), columns)
     return out
+
+
+async def _events(session: AsyncSession, task_id: str) -> list[dict[str, Any]]:
+    """The task's events, one per row (a stored row of several events is split)."""
+    e = EventRow
+    rows = (await session.execute(
+        select(*ROW, e.created_at)
+        .where(e.task_id == task_id).order_by(e.seq))).all()
+    return [{"seq": seq, "type": type_, "payload": _whole_created(payload), "ordinal": ordinal,
+             "node_id": node_id, "created_at": _plain(created)}
+            for *stored, created in rows
+            for seq, type_, ordinal, node_id, payload in expand(*stored)]
+
+
+def _whole_created(payload: dict[str, Any]) -> dict[str, Any]:
+    """A ``node.created`` payload as archives hold it (the snapshot whole, as releases before
+    the sparse snapshot read it)."""
+    if len(payload) == 1 and "n" in payload:
+        return {"node": whole_node(payload["n"])}
+    return payload
 
 
 async def _blocks(session: AsyncSession, task_id: str) -> list[dict[str, Any]]:

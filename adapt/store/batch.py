@@ -17,6 +17,7 @@ only while the attempt holds the lease.
 from __future__ import annotations
 
 import asyncio
+import base64
 import sqlite3
 import weakref
 from dataclasses import dataclass, field
@@ -27,6 +28,7 @@ import orjson
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from adapt.store.event_log import group
 from adapt.store.text import storable
 
 
@@ -128,10 +130,11 @@ WITH t AS (
   SELECT $1, {_names(_CALL_COLS, "r.")}, $2, $5 FROM t,
     jsonb_to_recordset($15::text::jsonb) AS r({_record(_CALL_COLS)})
 ), e AS (
-  INSERT INTO events (task_id, seq, type, payload, ordinal, node_id, created_at)
-  SELECT $1, t.last_seq - $4 + r.i, r.type, r.payload, r.ordinal, r.node_id, $5 FROM t,
-    jsonb_to_recordset($16::text::jsonb)
-      AS r(i int, type text, payload jsonb, ordinal int, node_id int)
+  INSERT INTO events (task_id, seq, type, payload, ordinal, node_id, span, packed, created_at)
+  SELECT $1, t.last_seq - $4 + r.i, r.type, r.payload, r.ordinal, r.node_id, r.span,
+    decode(r.packed, 'base64'), $5
+  FROM t, jsonb_to_recordset($16::text::jsonb)
+      AS r(i int, type text, payload jsonb, ordinal int, node_id int, span int, packed text)
 )
 SELECT last_seq, cancel_requested FROM t"""
 
@@ -163,9 +166,14 @@ async def write_postgres(engine: AsyncEngine, task_id: str, attempt: int, owner:
                          batch: Batch, values: dict[str, Any], now: datetime
                          ) -> tuple[int, bool] | None:
     """One round trip; returns (last seq, cancel requested), None when the lease is lost."""
-    events = [{"i": i, **e} for i, e in enumerate(batch.events, 1)]
+    events = group(batch.events)  # the rows (``i``: each one's first event in the batch)
+    for event_row in events:
+        if event_row["packed"] is not None:  # bytes travel in the JSON as base64
+            event_row["packed"] = base64.b64encode(event_row["packed"]).decode()
+        if event_row["payload"] is None:
+            del event_row["payload"]  # NULL (not JSON null)
     args: tuple[Any, ...] = (
-        task_id, attempt, owner, len(events), now, len(batch.created), values["calls"],
+        task_id, attempt, owner, len(batch.events), now, len(batch.created), values["calls"],
         values["prompt_tokens"], values["completion_tokens"], values["cost_usd"],
         _safe(list(batch.blocks.values())).decode(), _safe(list(batch.created.values())).decode(),
         _safe(list(batch.updated.values())).decode(), _safe(batch.steps).decode(),

@@ -20,6 +20,7 @@ import orjson
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from adapt.store.batch import _CALL_COLS, _FINAL_COLS, _NODE_COLS, _STEP_COLS, Batch, _safe
+from adapt.store.event_log import group
 
 _JSON = "jsonb"
 
@@ -50,7 +51,7 @@ _INSERT_STEP = (f"INSERT INTO steps (task_id, {_names(_STEP_COLS)}) "
 _INSERT_CALL = (f"INSERT INTO llm_calls (task_id, {_names(_CALL_COLS)}, attempt, created_at) "
                 f"VALUES ({_marks(len(_CALL_COLS) + 3)})")
 _INSERT_EVENT = ("INSERT INTO events (task_id, seq, type, payload, ordinal, node_id, "
-                 "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
+                 "span, packed, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)")
 _INSERT_BLOCK = "INSERT OR IGNORE INTO prompt_blocks (hash, parent, text) VALUES (?, ?, ?)"
 
 
@@ -64,14 +65,14 @@ def _transaction(db: sqlite3.Connection, task: tuple[str, list[Any]], rows: dict
             db.execute("ROLLBACK")
             return None
         last, cancel = int(got[0]), bool(got[1])
-        first = last - len(rows["events"]) + 1
+        first = last - rows["count"]  # the seq before the batch's first event
         for statement, many in ((_INSERT_BLOCK, rows["blocks"]), (_INSERT_NODE, rows["created"]),
                                 (_UPDATE_NODE, rows["updated"]), (_INSERT_STEP, rows["steps"]),
                                 (_INSERT_CALL, rows["calls"])):
             if many:
                 db.executemany(statement, many)
-        db.executemany(_INSERT_EVENT, [(e[0], first + i, *e[1:])
-                                       for i, e in enumerate(rows["events"])])
+        db.executemany(_INSERT_EVENT, [(e[0], first + e[1], *e[2:])
+                                       for e in rows["events"]])
         db.execute("COMMIT")
     except BaseException:
         if db.in_transaction:
@@ -122,8 +123,11 @@ async def write_sqlite(engine: AsyncEngine, task_id: str, attempt: int, owner: s
                      task_id, n["id"]) for n in updated],
         "steps": [(task_id, *_row(_STEP_COLS, s)) for s in steps],
         "calls": [(task_id, *_row(_CALL_COLS, c), attempt, stamp) for c in calls],
-        "events": [(task_id, e["type"], orjson.dumps(e["payload"]).decode(), e["ordinal"],
-                    e.get("node_id"), stamp) for e in events],
+        "events": [(task_id, e["i"], e["type"],
+                    None if e["payload"] is None else orjson.dumps(e["payload"]).decode(),
+                    e["ordinal"], e["node_id"], e["span"], e["packed"], stamp)
+                   for e in group(events)],
+        "count": len(events),
     }
     task = _task_update(task_id, attempt, owner, clean, values, stamp)
     async with engine.connect() as conn:

@@ -14,6 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.envs.journal import RecordedStep
+from adapt.store.event_log import ROW, expand
 from adapt.store.models import EventRow, StepRow, Task
 
 #: the longest chain of forks followed back to its start
@@ -50,10 +51,13 @@ async def split_steps(session: AsyncSession, task_id: str, calls: int | None
     """The task's recorded action steps, in the order they happened, split at its LLM call
     number ``calls + 1``: the steps taken before it (what the first ``calls`` calls led to:
     a fork at that point replays them) and the steps from it on (None: all before)."""
-    events = (await session.execute(
-        select(EventRow.type, EventRow.payload).where(
-            EventRow.task_id == task_id, EventRow.type.in_(("step", "llm_call")))
+    stored = (await session.execute(
+        select(*ROW)
+        .where(EventRow.task_id == task_id,
+               EventRow.type.in_(("step", "llm_call")) | (EventRow.span > 1))
         .order_by(EventRow.seq))).all()
+    events = [(type_, payload) for row in stored for _, type_, _, _, payload in expand(*row)
+              if type_ in ("step", "llm_call")]
     rows = (await session.execute(
         select(StepRow.node_id, StepRow.index, StepRow.kind, StepRow.text,
                StepRow.observation, StepRow.reward, StepRow.done)

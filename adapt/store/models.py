@@ -21,6 +21,7 @@ from sqlalchemy import (
     ForeignKeyConstraint,
     Index,
     Integer,
+    LargeBinary,
     String,
     Text,
     TypeDecorator,
@@ -286,8 +287,8 @@ class PromptBlock(Base):
 
 class EventRow(Base):
     """Append-only event log; ``seq`` is per task and gap-free. Payloads are compact (they name
-    the rows of other tables, and a node update holds what changed): read events through
-    ``adapt.store.event_log.read_events``."""
+    the rows of other tables, and a node update holds what changed), and a row may hold several
+    events (``span``): read events through ``adapt.store.event_log.read_events``."""
 
     __tablename__ = "events"
     __table_args__ = (
@@ -302,11 +303,19 @@ class EventRow(Base):
     )
     seq: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     type: Mapped[str] = mapped_column(String(32))
-    payload: Mapped[dict[str, Any]] = mapped_column(JSONType)
+    #: the event's payload; NULL in a row of several events (``span``), whose entries are
+    #: ``packed``
+    payload: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     ordinal: Mapped[int | None] = mapped_column(Integer)  # engine emission index; None: service
-    #: the node of a node event (``node.created`` / ``node.updated``), else None
+    #: the node of a node event (``node.created`` / ``node.updated``), else None; in a row
+    #: of several events, the one node its node events are about
     node_id: Mapped[int | None] = mapped_column(Integer)
     created_at: Mapped[datetime] = mapped_column(UTCDateTime, default=utcnow)
+    #: how many consecutive events the row holds (``seq`` and ``ordinal`` are its first's;
+    #: its events are then ``packed``: ``adapt.store.event_log.group``)
+    span: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    #: the entries of a row of several events, compressed (``adapt.store.packing``)
+    packed: Mapped[bytes | None] = mapped_column(LargeBinary)
 
 
 class ApiKey(Base):

@@ -393,7 +393,7 @@ async def replay_material(
     async with sessions() as session:
         calls = (await session.execute(stmt.order_by(c.id))).all()
         events = (await session.execute(
-            select(func.count()).select_from(EventRow)
+            select(func.coalesce(func.sum(EventRow.span), 0))  # a row may hold several
             .where(EventRow.task_id == task_id, EventRow.ordinal.is_not(None))
         )).scalar_one()
     return [(str(r[0]), full_response(dict(r[1] or {}), dict(r._mapping))) for r in calls], \

@@ -36,15 +36,16 @@ class EventTimes:
 async def event_times(sessions: async_sessionmaker[AsyncSession], task_id: str) -> EventTimes:
     async with sessions() as session:
         rows = (await session.execute(
-            select(EventRow.type, EventRow.ordinal, EventRow.created_at)
+            select(EventRow.type, EventRow.ordinal, EventRow.created_at, EventRow.span)
             .where(EventRow.task_id == task_id).order_by(EventRow.seq))).all()
     times: dict[int, datetime] = {}
     aborts: list[tuple[int, datetime]] = []
     engine = 0
-    for type_, ordinal, created in rows:
-        if ordinal is not None:
-            times[int(ordinal)] = created
-            engine = max(engine, int(ordinal))
+    for type_, ordinal, created, span in rows:
+        if ordinal is not None:  # a row of several events holds consecutive ordinals
+            for k in range(int(span or 1)):
+                times[int(ordinal) + k] = created
+            engine = max(engine, int(ordinal) + int(span or 1) - 1)
         elif type_ == "task.finished":
             aborts.append((engine, created))
     return EventTimes(times, aborts)

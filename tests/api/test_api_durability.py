@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import httpx
 from fastapi import FastAPI
-from sqlalchemy import select
 
 from adapt.service.execute import LIVENESS_BEATS
 from adapt.store import workers as registry
-from adapt.store.models import EventRow, LLMCallRow, NodeRow, Task
+from adapt.store.event_log import stored_events
+from adapt.store.models import LLMCallRow, NodeRow, Task
 from tests.api.apiutil import create, sessions_of, set_task
 from tests.support.api import FakeDispatcher
 
@@ -95,8 +95,7 @@ async def test_resume_requeues_an_interrupted_task_only(
         assert row is not None and row.error is None and row.finished_at is None
         node = await s.get(NodeRow, (task_id, 1))
         assert node is not None and node.status == "running" and node.error is None
-        types = list((await s.execute(select(EventRow.type).where(EventRow.task_id == task_id)
-                                      .order_by(EventRow.seq))).scalars())
+        types = [e[1] for e in await stored_events(s, task_id)]
     assert types[-1] == "task.resumed"
     # the event log's JSON page serves it, typed like every other event
     page = await client.get(f"/tasks/{task_id}/events", params={"since": 0})

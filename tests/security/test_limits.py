@@ -10,8 +10,8 @@ from typing import Any
 from sqlalchemy import select
 
 from adapt.store.db import create_engine, session_factory
-from adapt.store.event_log import read_events
-from adapt.store.models import EventRow, LLMCallRow, PromptBlock
+from adapt.store.event_log import read_events, stored_events
+from adapt.store.models import LLMCallRow, PromptBlock
 from adapt.store.prompts import call_prompts
 from tests.security.service import run_to_end, service
 from tests.support.api import FakeDispatcher
@@ -84,8 +84,8 @@ async def test_prompts_are_stored_once_and_a_long_prompt_ends_the_branch(
         async with session_factory(engine)() as session:
             calls = (await session.execute(select(LLMCallRow).where(
                 LLMCallRow.task_id == task["id"]))).scalars().all()
-            events = (await session.execute(select(EventRow).where(
-                EventRow.task_id == task["id"], EventRow.type == "llm_call"))).scalars().all()
+            events = [e for e in await stored_events(session, task["id"])
+                      if e[1] == "llm_call"]
             prompts = await call_prompts(session, task["id"])
             shown = await read_events(session, task["id"], 0, None)
             blocks = (await session.execute(select(PromptBlock.text))).scalars().all()
@@ -96,10 +96,10 @@ async def test_prompts_are_stored_once_and_a_long_prompt_ends_the_branch(
     # the four prompts extend each other: the goal is stored once, not once per call
     assert sum(b.count(goal.strip()) for b in blocks) == 1
     # the stored event names its call; read whole, it shows no prompt either
-    assert all(set(e.payload) == {"call_id"} for e in events)
+    assert all(set(e[4]) == {"call_id"} for e in events)
     assert all(e.data["call"]["prompt"] is None and e.data["call"]["messages"] is None
                for e in shown if e.type == "llm_call")
-    assert sum(len(json.dumps(e.payload)) for e in events) < len(goal)
+    assert sum(len(json.dumps(e[4])) for e in events) < len(goal)
     assert capped["status"] == "budget_exceeded" and capped["usage"]["llm_calls"] == 0
     assert capped["result"]["budget_exceeded"] == "prompt_chars"
 

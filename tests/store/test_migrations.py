@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from pathlib import Path
 
 import pytest
 from alembic.autogenerate import compare_metadata
@@ -29,7 +30,7 @@ def test_pending_on_an_empty_database(tmp_path) -> None:  # type: ignore[no-unty
     assert pending(f"sqlite:///{tmp_path / 'empty.db'}") == ["0001", "0002", "0003", "0004", "0005", "0006", "0007",
                                                       "0008", "0009", "0010", "0011",
                                                       "0012", "0013", "0014", "0015", "0016", "0017",
-                                                      "0018", "0019"]
+                                                      "0018", "0019", "0020"]
 
 
 def test_upgrade_from_0001_keeps_rows_and_adds_the_monitor_column(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -478,5 +479,79 @@ def test_0015_adds_the_growth_indexes_and_the_metrics_totals_and_drops_them_keep
             with engine.connect() as conn:
                 assert conn.execute(text("SELECT count(*) FROM events")).scalar_one() == 1
                 assert conn.execute(text("SELECT id FROM tasks")).scalar_one() == "t1"
+        finally:
+            engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_0020_rows_of_several_events_split_on_downgrade_and_rows_of_one_read_as_they_are(
+        backend: str, tmp_path: Path) -> None:
+    """A task stored at head (a row per write, packed; new nodes sparse) reads the same after
+    a downgrade to 0019 (one row per event, every snapshot whole, as that code reads them)
+    and an upgrade again (the rows of one event read as they are)."""
+    import asyncio
+
+    from alembic import command
+
+    from adapt.engine.events import FanoutSink, MemorySink
+    from adapt.store.db import create_engine as create_async_engine
+    from adapt.store.db import session_factory
+    from adapt.store.event_log import read_events
+    from adapt.store.migrate import alembic_config
+    from adapt.store.sink import DbSink
+    from benchmarks.perfkit import OWNER, leased_task, run_textcraft
+
+    async def run(url: str) -> tuple[str, int]:
+        engine = create_async_engine(url)
+        try:
+            sessions = session_factory(engine)
+            task_id, attempt = await leased_task(sessions, 11)
+            memory = MemorySink()
+            await run_textcraft(11, FanoutSink([memory, DbSink(sessions, task_id, attempt,
+                                                               OWNER)]))
+        finally:
+            await engine.dispose()
+        return task_id, len(memory.events)
+
+    def read(url: str, task_id: str, since: int = 0) -> list[tuple[int, str, object]]:
+        async def go() -> list[tuple[int, str, object]]:
+            engine = create_async_engine(url)
+            try:
+                async with session_factory(engine)() as session:
+                    events = await read_events(session, task_id, since, None)
+            finally:
+                await engine.dispose()
+            return [(e.seq, e.type, e.data) for e in events]
+        return asyncio.run(go())
+
+    with _old_db(backend, tmp_path) as url:
+        cfg = alembic_config(url)
+        command.upgrade(cfg, "head")
+        task_id, count = asyncio.run(run(url))
+        expected = read(url, task_id)
+        assert len(expected) == count
+        engine = create_engine(_sync_url(url))
+        try:
+            with engine.connect() as conn:
+                grouped = conn.execute(text(
+                    "SELECT count(*) FROM events WHERE span > 1 AND packed IS NOT NULL "
+                    "AND payload IS NULL")).scalar_one()
+            assert 0 < grouped < count / 2
+            command.downgrade(cfg, "0019")
+            with engine.connect() as conn:
+                rows = conn.execute(text(
+                    "SELECT seq, type, payload, node_id FROM events WHERE task_id = :t "
+                    "ORDER BY seq"), {"t": task_id}).all()
+            assert [r.seq for r in rows] == list(range(1, count + 1))
+            payloads = [(r.type, json.loads(r.payload) if isinstance(r.payload, str)
+                         else r.payload, r.node_id) for r in rows]
+            created = [(p, n) for t, p, n in payloads if t == "node.created"]
+            assert created and all(set(p) == {"node"} and p["node"]["id"] == n
+                                   and "steps_count" in p["node"] for p, n in created)
+            assert all(set(p) == {"node_id", "changed"} and p["node_id"] == n
+                       for t, p, n in payloads if t == "node.updated")
+            command.upgrade(cfg, "head")
+            assert read(url, task_id) == expected
+            assert read(url, task_id, 7) == expected[7:]
         finally:
             engine.dispose()

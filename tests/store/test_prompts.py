@@ -144,12 +144,11 @@ async def test_no_event_copies_a_prompt(sessions: async_sessionmaker[AsyncSessio
     """The event log references calls: no event of any type holds a prompt's text."""
     import json
 
-    from adapt.store.models import EventRow
+    from adapt.store.event_log import stored_events
 
     task_id, memory = await _run(sessions, 3)
     async with sessions() as session:
-        payloads = (await session.execute(select(EventRow.payload).where(
-            EventRow.task_id == task_id))).scalars().all()
+        payloads = [e[4] for e in await stored_events(session, task_id)]
     assert len(payloads) == len(memory.events)
     header = paragraphs("P" + (memory.calls[0].prompt or ""))[0][1:]
     planner = next(c.prompt for c in memory.calls if c.role == "planner") or ""

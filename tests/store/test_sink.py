@@ -17,6 +17,7 @@ from adapt.engine.tree import LLMCall, Node, Step
 from adapt.llm.base import ChatResponse
 from adapt.service.errors import LeaseLost
 from adapt.store.db import create_engine, session_factory
+from adapt.store.event_log import ROW, expand
 from adapt.store.models import EventRow, LLMCallRow, Task
 from adapt.store.sink import DbSink
 from benchmarks.perfkit import OWNER, leased_task
@@ -50,8 +51,10 @@ def counted(sink: DbSink) -> list[int]:
 
 async def stored_types(sessions: async_sessionmaker[AsyncSession], task_id: str) -> list[str]:
     async with sessions() as session:
-        return list((await session.execute(select(EventRow.type).where(
-            EventRow.task_id == task_id).order_by(EventRow.seq))).scalars().all())
+        rows = (await session.execute(
+            select(*ROW)
+            .where(EventRow.task_id == task_id).order_by(EventRow.seq))).all()
+    return [type_ for row in rows for _, type_, _, _, _ in expand(*row)]
 
 
 async def test_the_flush_before_a_call_does_not_wait_and_lands_first(

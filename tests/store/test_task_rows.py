@@ -14,6 +14,7 @@ from adapt.engine.events import FinishedData
 from adapt.store import task_rows as tasks
 from adapt.store.batch import Batch
 from adapt.store.db import create_engine, session_factory
+from adapt.store.event_log import ROW, expand
 from adapt.store.models import EventRow, NodeRow, Task, utcnow
 from adapt.store.sink import WRITERS
 
@@ -125,9 +126,13 @@ async def test_batches_take_gap_free_numbers_and_the_last_one_finishes(sessions)
         "cancelled", 2, 10, None, {"x": 1})
     assert task.finished and task.finished_at is not None
     async with sessions() as session:
-        seqs = (await session.execute(select(EventRow.seq).where(EventRow.task_id == "t1")
-                                      .order_by(EventRow.seq))).scalars().all()
-    assert seqs == [1, 2, 3, 4, 5]
+        rows = (await session.execute(
+            select(*ROW)
+            .where(EventRow.task_id == "t1").order_by(EventRow.seq))).all()
+    # each batch is one row (its events' ordinals are consecutive) holding every event
+    assert [(r.seq, r.span) for r in rows] == [(1, 3), (4, 2)]
+    assert [(seq, p) for r in rows for seq, _, _, _, p in expand(*r)] == [
+        (1, {"n": 0}), (2, {"n": 1}), (3, {"n": 2}), (4, {"n": 0}), (5, {"n": 1})]
     # the attempt no longer holds a lease: a late batch writes nothing
     assert await write(sessions, "t1", 1, OWNER, batch(1)) is None
     assert (await row(sessions)).last_seq == 5
