@@ -22,6 +22,7 @@ environment refutes its root goal (:func:`final_verdict`, used by ``run_task``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
 from adapt.envs.base import Environment, conforms, env_call
 from adapt.envs.verdicts import (
@@ -51,7 +52,7 @@ async def check(env: Environment, goal: str, mark: object | None, *, reward: flo
     for a root goal it cannot decide) the episode's reward."""
     verdict = UNKNOWN
     if conforms(env, Verifiable):
-        verdict = await env_call(env, env.verify, goal, since=mark)
+        verdict = await env_call(env, cast(Verifiable, env).verify, goal, since=mark)
     if verdict.checkable:
         return verdict
     root = str(env.goal or "")
@@ -61,7 +62,8 @@ async def check(env: Environment, goal: str, mark: object | None, *, reward: flo
 
 
 def mark(env: object) -> object | None:
-    return env.verification_mark() if conforms(env, Verifiable) else None
+    return cast(Verifiable, env).verification_mark() if conforms(env, Verifiable) \
+        else None
 
 
 def feedback(evidence: str) -> str:

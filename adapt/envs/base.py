@@ -25,7 +25,7 @@ from collections.abc import Callable, Collection, Mapping
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from importlib import resources
-from typing import Any, ClassVar, Protocol, TypeVar, runtime_checkable
+from typing import Any, ClassVar, Protocol, TypeVar, cast, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 from pydantic_settings import BaseSettings
@@ -208,7 +208,7 @@ def _protocol_members(proto: type) -> tuple[tuple[str, bool], ...]:
     return tuple((name, callable(getattr(proto, name, None))) for name in sorted(names))
 
 
-def conforms(obj: object, proto: type) -> bool:
+def conforms(obj: object, proto: Any) -> bool:
     """``isinstance(obj, proto)`` for a runtime-checkable protocol, with the same answer in
     every case, at a fraction of the cost: the engine asks the environment such questions on
     every step (``blocks``, ``step_async``, ``env_call``), and Python 3.11's protocol check
@@ -230,15 +230,17 @@ def conforms(obj: object, proto: type) -> bool:
 
 def blocks(env: object) -> bool:
     """Whether ``env`` declares that its steps block (see :class:`BlockingSteps`)."""
-    return conforms(env, BlockingSteps) and env.blocking_steps is True
+    return conforms(env, BlockingSteps) and cast(BlockingSteps, env).blocking_steps is True
 
 
 async def step_async(env: Environment, action: str) -> StepResult:
     """One action, as the engine takes it: ``await env.astep(action)`` when the environment has
     an async ``astep``; ``env.step`` in a worker thread when its steps block; else
     ``env.step``."""
-    if conforms(env, AsyncStepping) and inspect.iscoroutinefunction(env.astep):
-        return await env.astep(action)
+    if conforms(env, AsyncStepping):
+        astep = cast(AsyncStepping, env).astep
+        if inspect.iscoroutinefunction(astep):
+            return await astep(action)
     if blocks(env):
         return await _in_thread(env.step, action)
     return env.step(action)
@@ -277,7 +279,7 @@ class AnswerChecking(Protocol):
 
 def answer_action(env: object) -> str | None:
     """The environment's answer action, or ``None`` when it checks no answers."""
-    return env.answer_action if conforms(env, AnswerChecking) else None
+    return env.answer_action if isinstance(env, AnswerChecking) else None
 
 
 @runtime_checkable
@@ -335,24 +337,25 @@ class PaperSettings(Protocol):
 
 def undoable(env: object) -> RollsBack | None:
     """``env`` when it rolls failed sub-tasks back (see :class:`RollsBack`), else ``None``."""
-    return env if conforms(env, RollsBack) and env.rolls_back() else None
+    rolls = cast(RollsBack, env)
+    return rolls if conforms(env, RollsBack) and rolls.rolls_back() else None
 
 
 def final_action(env: object) -> str | None:
-    return env.final_action if conforms(env, FinalAction) else None
+    return cast(FinalAction, env).final_action if conforms(env, FinalAction) else None
 
 
 def success_reward(env: object) -> float | None:
-    value = env.success_reward if conforms(env, SuccessReward) else None
+    value = env.success_reward if isinstance(env, SuccessReward) else None
     return None if value is None else float(value)
 
 
 def decoding_grammar(env: object, kind: str) -> str | None:
-    return env.decoding_grammar(kind) if conforms(env, DecodingGrammars) else None
+    return env.decoding_grammar(kind) if isinstance(env, DecodingGrammars) else None
 
 
 def prompt_variables(env: object) -> Mapping[str, str]:
-    return env.prompt_variables() if conforms(env, PromptVariables) else {}
+    return env.prompt_variables() if isinstance(env, PromptVariables) else {}
 
 
 def paper_profile(env: object) -> Mapping[str, Any]:
