@@ -94,6 +94,11 @@ async def append_event(
     return seq
 
 
+async def load(sessions: async_sessionmaker[AsyncSession], task_id: str) -> Task | None:
+    async with sessions() as session:
+        return await session.get(Task, task_id)
+
+
 # -- submit ---------------------------------------------------------------------------------
 async def by_idempotency_key(session: AsyncSession, tenant: str, key: str) -> Task | None:
     stmt = (
