@@ -22,8 +22,9 @@ environment refutes its root goal (:func:`final_verdict`, used by ``run_task``).
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import cast
 
-from adapt.envs.base import Environment, env_call
+from adapt.envs.base import Environment, conforms, env_call
 from adapt.envs.verdicts import (
     UNKNOWN,
     Verifiable,
@@ -50,8 +51,8 @@ async def check(env: Environment, goal: str, mark: object | None, *, reward: flo
     """The environment's verdict on ``goal``: its own ``verify`` where it has one, else (and
     for a root goal it cannot decide) the episode's reward."""
     verdict = UNKNOWN
-    if isinstance(env, Verifiable):
-        verdict = await env_call(env, env.verify, goal, since=mark)
+    if conforms(env, Verifiable):
+        verdict = await env_call(env, cast(Verifiable, env).verify, goal, since=mark)
     if verdict.checkable:
         return verdict
     root = str(env.goal or "")
@@ -61,7 +62,8 @@ async def check(env: Environment, goal: str, mark: object | None, *, reward: flo
 
 
 def mark(env: object) -> object | None:
-    return env.verification_mark() if isinstance(env, Verifiable) else None
+    return cast(Verifiable, env).verification_mark() if conforms(env, Verifiable) \
+        else None
 
 
 def feedback(evidence: str) -> str:

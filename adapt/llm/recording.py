@@ -21,7 +21,9 @@ import json
 import logging
 from collections.abc import Awaitable, Callable
 from inspect import isawaitable
+from typing import Any
 
+import orjson
 from pydantic import BaseModel, Field
 
 from adapt.errors import ReplayDivergence
@@ -53,6 +55,9 @@ def request_fingerprint(request: ChatRequest) -> str:
     not use (tools, a JSON schema, a message's tool fields) are left out, so a request made
     before they existed keeps the fingerprint it was stored with.
     """
+    fast = _fast_blob(request)
+    if fast is not None:
+        return hashlib.sha256(fast).hexdigest()
     data = request.model_dump(mode="json", include=set(_COMPARED))
     for key in _OPTIONAL:  # requests without them keep the fingerprint they always had
         if data.get(key) is None:
@@ -61,6 +66,33 @@ def request_fingerprint(request: ChatRequest) -> str:
         data["messages"] = [m.wire() for m in request.messages]
     blob = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
+
+
+def _fast_blob(request: ChatRequest) -> bytes | None:
+    """The bytes :func:`request_fingerprint` hashes, written by orjson, for the requests
+    whose every value orjson writes exactly as ``json.dumps`` does (strings, integers, a
+    temperature written in positional notation: 0, or 1e-4 <= |t| < 1e16): about a tenth of
+    the cost of ``model_dump`` and ``json.dumps`` on every LLM call. None for the others
+    (tools or a JSON schema offered, an integer beyond 64 bits, a lone surrogate), which
+    take the general path. ``tests/llm/test_fingerprint.py`` holds the two paths equal."""
+    if request.tools is not None or request.json_schema is not None:
+        return None
+    t = request.temperature
+    if not (t == 0.0 or 1e-4 <= abs(t) < 1e16):  # (NaN and infinities fail this too)
+        return None
+    data: dict[str, Any] = {
+        "messages": None if request.messages is None else [m.wire() for m in request.messages],
+        "prompt": request.prompt, "stop": request.stop, "max_tokens": request.max_tokens,
+        "temperature": t, "seed": request.seed,
+    }
+    if request.continuation is not None:
+        data["continuation"] = request.continuation
+    if request.tool_choice is not None:
+        data["tool_choice"] = request.tool_choice
+    try:
+        return orjson.dumps(data, option=orjson.OPT_SORT_KEYS)
+    except TypeError:  # (orjson.JSONEncodeError) an integer beyond 64 bits, a lone surrogate
+        return None
 
 
 class RecordedCall(BaseModel):

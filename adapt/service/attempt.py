@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from pydantic import ValidationError
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapt.engine import run_task
 from adapt.engine.approvals import ApprovalGate
@@ -110,16 +111,16 @@ class Replay:
     from_origin: bool = False
 
 
-async def _load_replay(ctx: ServiceContext, task: Task) -> Replay:
+async def _load_replay(session: AsyncSession, task: Task) -> Replay:
     """The calls an attempt replays, and the events stored already. A fork that has not yet
     recorded the calls before its fork point (its first attempt, or one that stopped before
     them) replays its origin's: its own are the same answers, to the same requests."""
-    calls, events = await task_rows.replay_material(ctx.sessions, task.id)
+    calls, events = await task_rows.replay_material_in(session, task.id)
     from_origin = bool(task.forked_from_task and task.fork_calls is not None
                        and len(calls) < task.fork_calls)
     if from_origin and task.forked_from_task and task.fork_calls:
-        calls, _ = await task_rows.replay_material(
-            ctx.sessions, task.id, calls_of=task.forked_from_task, at_most=task.fork_calls)
+        calls, _ = await task_rows.replay_material_in(
+            session, task.id, calls_of=task.forked_from_task, at_most=task.fork_calls)
     recording = Recording(calls=[
         RecordedCall(index=i, fingerprint=fingerprint,
                      response=ChatResponse.model_validate(response))
@@ -144,15 +145,19 @@ async def _history(ctx: ServiceContext, task: Task, replay: Replay
 async def prepare_attempt(ctx: ServiceContext, task_id: str, attempt: int) -> Attempt:
     """Attempt ``attempt`` (claimed by this process) of ``task_id``; ``TaskGone`` when the row
     no longer exists."""
-    task = await task_rows.load(ctx.sessions, task_id)
-    if task is None:
-        raise TaskGone(f"task {task_id} no longer exists")
-    replay = await _load_replay(ctx, task)
+    # the task row, its replay material and its webhook endpoints in one session (one
+    # transaction: a session apiece cost two more BEGIN and ROLLBACK round trips)
+    async with ctx.sessions() as session:
+        task = await session.get(Task, task_id)
+        if task is None:
+            raise TaskGone(f"task {task_id} no longer exists")
+        replay = await _load_replay(session, task)
+        endpoints = await webhook_store.targets_in(session, task.id, task.tenant)
     config = stored_config(task)
     # a remote environment's class may need its server's metadata: read off the loop
     env = await in_env_thread(registry.create, task.environment)
     try:
-        return await _assemble(ctx, task, attempt, env, config, replay)
+        return await _assemble(ctx, task, attempt, env, config, replay, endpoints)
     except BaseException:
         env.close()
         raise
@@ -182,7 +187,8 @@ def stored_config(task: Task) -> ResolvedConfig:
 
 
 async def _assemble(ctx: ServiceContext, task: Task, attempt: int, env: Environment,
-                    config: ResolvedConfig, replay: Replay) -> Attempt:
+                    config: ResolvedConfig, replay: Replay,
+                    endpoints: list[webhook_store.Target]) -> Attempt:
     recording, skip = replay.recording, replay.events
     cursor = ReplayCursor()
     budget = RetryBudget(ctx.settings.llm_retry_budget)
@@ -209,7 +215,6 @@ async def _assemble(ctx: ServiceContext, task: Task, attempt: int, env: Environm
                    store_prompts=ctx.settings.store_prompts, control=control)
     replayed = len(recording)
     sinks: list[TreeSink] = []
-    endpoints = await webhook_store.targets(ctx.sessions, task.id, task.tenant)
     if endpoints:
         wake = ctx.webhook_sender.wake if ctx.webhook_sender is not None else None
         sinks.append(WebhookSink(

@@ -153,7 +153,10 @@ def write_slots(engine: AsyncEngine) -> asyncio.Semaphore:
     :data:`SPARE_CONNECTIONS`. A burst of writes beyond that waits for a pooled connection
     instead of opening overflow connections, which the pool closes again after one write
     (connecting, and preparing the batch statement anew, cost more CPU than the write)."""
-    by_engine = _slots.setdefault(asyncio.get_running_loop(), weakref.WeakKeyDictionary())
+    loop = asyncio.get_running_loop()
+    by_engine = _slots.get(loop)
+    if by_engine is None:  # (not setdefault: its default would be built on every write)
+        by_engine = _slots[loop] = weakref.WeakKeyDictionary()
     slots = by_engine.get(engine.sync_engine)
     if slots is None:
         size = getattr(engine.pool, "size", lambda: SPARE_CONNECTIONS + 1)()

@@ -384,18 +384,26 @@ async def replay_material(
     """What a resumed attempt replays: the recorded calls' (fingerprint, whole response), in
     order, and how many engine events are stored already. ``calls_of``: the calls of that
     task instead (a fork's origin), the first ``at_most`` of them."""
+    async with sessions() as session:
+        return await replay_material_in(session, task_id, calls_of=calls_of, at_most=at_most)
+
+
+async def replay_material_in(
+    session: AsyncSession, task_id: str, *, calls_of: str | None = None,
+    at_most: int | None = None,
+) -> tuple[list[tuple[str, dict[str, Any]]], int]:
+    """:func:`replay_material` in ``session`` (with the other reads of an attempt's start)."""
     c = LLMCallRow
     stmt = select(c.request_fingerprint, c.response, c.completion, c.prompt_tokens,
                   c.completion_tokens, c.usage_estimated, c.latency_s, c.model, c.simulated,
                   c.retries).where(c.task_id == (calls_of or task_id))
     if at_most is not None:
         stmt = stmt.where(c.id <= at_most)
-    async with sessions() as session:
-        calls = (await session.execute(stmt.order_by(c.id))).all()
-        events = (await session.execute(
-            select(func.coalesce(func.sum(EventRow.span), 0))  # a row may hold several
-            .where(EventRow.task_id == task_id, EventRow.ordinal.is_not(None))
-        )).scalar_one()
+    calls = (await session.execute(stmt.order_by(c.id))).all()
+    events = (await session.execute(
+        select(func.coalesce(func.sum(EventRow.span), 0))  # a row may hold several
+        .where(EventRow.task_id == task_id, EventRow.ordinal.is_not(None))
+    )).scalar_one()
     return [(str(r[0]), full_response(dict(r[1] or {}), dict(r._mapping))) for r in calls], \
         int(events)
 

@@ -343,3 +343,20 @@ async def test_grammar_not_sent_unless_configured_and_validated_first(
     assert len(fake_server.bodies) == 1  # the malformed grammar never left the process
     with pytest.raises(ModelSpecError, match="server_kind must be one of"):
         OpenAIChatModel("m", base_url=local_url, guided_decoding="tgi")
+
+
+@pytest.mark.parametrize("base", ["http://127.0.0.1:8000/v1", "http://127.0.0.1:8000/v1/",
+                                  "http://h:1", "https://x.example/d/?api-version=1"])
+def test_requests_go_to_the_url_the_client_would_join(base: str) -> None:
+    """The backends hand the client an absolute URL (joined once per client and path): the
+    one the client itself joins from its base URL and a relative path."""
+    from openai import AsyncOpenAI
+
+    from adapt.llm.openai_compat.models import _absolute_url
+
+    client = AsyncOpenAI(base_url=base, api_key="k")
+    for path in ("/chat/completions", "/completions"):
+        assert _absolute_url(client, path) == str(client._prepare_url(path))
+        assert _absolute_url(client, path) is _absolute_url(client, path)  # joined once
+    client.base_url = "http://other:2/v2"  # a new base URL: joined again
+    assert _absolute_url(client, "/completions") == "http://other:2/v2/completions"
