@@ -8,6 +8,7 @@ from sqlalchemy import select, update
 
 from adapt.engine import RunConfig
 from adapt.engine.approvals import ApprovalRequest
+from adapt.service.execute import ServiceContext
 from adapt.service.sweeper import sweep_once
 from adapt.store import approvals as approval_store
 from adapt.store.models import ApprovalRow, Task
@@ -18,12 +19,18 @@ from tests.service.test_execute import make_ctx
 DEADLINE = RunConfig(d_max=2, approval={"plans": True, "timeout_seconds": 60})
 
 
-async def test_the_sweep_withdraws_a_finished_tasks_overdue_request(database_url: str) -> None:
+async def waiting_task(database_url: str) -> tuple[ServiceContext, str, ApprovalRow]:
+    """A task that waits for its one plan approval (due in 60 s), and that request."""
     ctx = make_ctx(database_url, "w0")
     await ctx.aclose()
     task_id = await insert_task(ctx.sessions, config={"seed": 11}, run_config=DEADLINE)
     await run_until_waiting(database_url, task_id, "w1")
     (row,) = await pending(ctx, task_id)
+    return ctx, task_id, row
+
+
+async def test_the_sweep_withdraws_a_finished_tasks_overdue_request(database_url: str) -> None:
+    ctx, task_id, row = await waiting_task(database_url)
     # a task that ended with a request still pending (stored before requests were closed at
     # a task's end, or an end that did not close them): its deadline passes
     async with ctx.sessions.begin() as s:
@@ -43,11 +50,7 @@ async def test_the_sweep_withdraws_a_finished_tasks_overdue_request(database_url
 
 
 async def test_a_withdrawn_request_asked_again_is_pending_again(database_url: str) -> None:
-    ctx = make_ctx(database_url, "w0")
-    await ctx.aclose()
-    task_id = await insert_task(ctx.sessions, config={"seed": 11}, run_config=DEADLINE)
-    await run_until_waiting(database_url, task_id, "w1")
-    (row,) = await pending(ctx, task_id)
+    ctx, task_id, row = await waiting_task(database_url)
     async with ctx.sessions.begin() as s:
         assert await approval_store.withdraw(s, task_id, "error") == 1
         assert await approval_store.withdraw(s, task_id, "error") == 0  # none left
