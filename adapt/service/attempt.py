@@ -44,7 +44,7 @@ from adapt.store import task_rows
 from adapt.store import traces as trace_store
 from adapt.store import webhooks as webhook_store
 from adapt.store.attempt import AttemptControl
-from adapt.store.journal import fork_root, recorded_steps, split_steps
+from adapt.store.journal import fork_root, split_steps
 from adapt.store.library import DbLibrary
 from adapt.store.models import Task
 from adapt.store.sink import DbSink
@@ -134,12 +134,17 @@ async def _history(ctx: ServiceContext, task: Task, replay: Replay
     """The key and recorded steps an environment with side effects resumes from: the task's
     own steps; a fork still before its fork point, its origin's up to there (the key, for a
     fork, is the id of the task its chain of forks starts from)."""
-    async with ctx.sessions() as session:
+    if not task.forked_from_task and not replay.events:  # a first attempt: nothing recorded
+        return task.id, []
+    async with ctx.sessions() as session:  # one session for the key and the steps
         key = await fork_root(session, task.id) if task.forked_from_task else task.id
         if replay.from_origin and task.forked_from_task:
             before, _ = await split_steps(session, task.forked_from_task, task.fork_calls)
-            return key, list(before)
-    return key, (await recorded_steps(ctx.sessions, task.id) if replay.events else [])
+        elif replay.events:
+            before, _ = await split_steps(session, task.id, None)
+        else:
+            before = []
+    return key, before
 
 
 async def prepare_attempt(ctx: ServiceContext, task_id: str, attempt: int) -> Attempt:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from sqlalchemy import select
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
+from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapt.envs.journal import RecordedStep
 from adapt.store.event_log import ROW, expand
@@ -29,14 +29,6 @@ def _ref(payload: dict[str, Any]) -> tuple[int, int] | None:
     if isinstance(step, dict):
         return int(step["node_id"]), int(step["index"])
     return None
-
-
-async def recorded_steps(sessions: async_sessionmaker[AsyncSession],
-                         task_id: str) -> list[RecordedStep]:
-    """The task's recorded action steps (not thoughts), in the order they happened."""
-    async with sessions() as session:
-        before, _ = await split_steps(session, task_id, None)
-    return before
 
 
 def _call_id(payload: dict[str, Any]) -> int | None:
