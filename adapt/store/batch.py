@@ -148,9 +148,15 @@ _slots: weakref.WeakKeyDictionary[Any, weakref.WeakKeyDictionary[Any, asyncio.Se
     weakref.WeakKeyDictionary())  # by event loop, by engine
 
 
-def write_slots(engine: AsyncEngine) -> asyncio.Semaphore:
+def write_connections(engine: AsyncEngine) -> int:
     """How many batch writes of ``engine`` may run at once: its pool's size, less
-    :data:`SPARE_CONNECTIONS`. A burst of writes beyond that waits for a pooled connection
+    :data:`SPARE_CONNECTIONS`."""
+    size = getattr(engine.pool, "size", lambda: SPARE_CONNECTIONS + 1)()
+    return int(max(1, size - SPARE_CONNECTIONS))
+
+
+def write_slots(engine: AsyncEngine) -> asyncio.Semaphore:
+    """:func:`write_connections` as a semaphore. A burst of writes beyond that waits for a pooled connection
     instead of opening overflow connections, which the pool closes again after one write
     (connecting, and preparing the batch statement anew, cost more CPU than the write)."""
     loop = asyncio.get_running_loop()
@@ -159,28 +165,35 @@ def write_slots(engine: AsyncEngine) -> asyncio.Semaphore:
         by_engine = _slots[loop] = weakref.WeakKeyDictionary()
     slots = by_engine.get(engine.sync_engine)
     if slots is None:
-        size = getattr(engine.pool, "size", lambda: SPARE_CONNECTIONS + 1)()
-        slots = by_engine[engine.sync_engine] = asyncio.Semaphore(
-            max(1, size - SPARE_CONNECTIONS))
+        slots = by_engine[engine.sync_engine] = asyncio.Semaphore(write_connections(engine))
     return slots
 
 
-async def write_postgres(engine: AsyncEngine, task_id: str, attempt: int, owner: str,
-                         batch: Batch, values: dict[str, Any], now: datetime
-                         ) -> tuple[int, bool] | None:
-    """One round trip; returns (last seq, cancel requested), None when the lease is lost."""
-    events = group(batch.events)  # the rows (``i``: each one's first event in the batch)
+def pg_rows(batch: Batch) -> tuple[bytes, bytes, bytes, bytes, bytes, bytes]:
+    """A batch's rows as the statements take them: JSON arrays of its new prompt blocks,
+    created nodes, updated nodes, steps, calls and event rows (``i``: each row's first event
+    in the batch; packed entries as base64)."""
+    events = group(batch.events)
     for event_row in events:
         if event_row["packed"] is not None:  # bytes travel in the JSON as base64
             event_row["packed"] = base64.b64encode(event_row["packed"]).decode()
         if event_row["payload"] is None:
             del event_row["payload"]  # NULL (not JSON null)
+    return (_safe(list(batch.blocks.values())), _safe(list(batch.created.values())),
+            _safe(list(batch.updated.values())), _safe(batch.steps), _safe(batch.calls),
+            _safe(events))
+
+
+async def write_postgres(engine: AsyncEngine, task_id: str, attempt: int, owner: str,
+                         batch: Batch, values: dict[str, Any], now: datetime
+                         ) -> tuple[int, bool] | None:
+    """One round trip for this batch alone; returns (last seq, cancel requested), None when
+    the lease is lost. (``adapt.store.batch_group.write_grouped`` sends it with the other
+    tasks' writes queued beside it.)"""
     args: tuple[Any, ...] = (
         task_id, attempt, owner, len(batch.events), now, len(batch.created), values["calls"],
         values["prompt_tokens"], values["completion_tokens"], values["cost_usd"],
-        _safe(list(batch.blocks.values())).decode(), _safe(list(batch.created.values())).decode(),
-        _safe(list(batch.updated.values())).decode(), _safe(batch.steps).decode(),
-        _safe(batch.calls).decode(), _safe(events).decode(),
+        *(part.decode() for part in pg_rows(batch)),
     )
     if batch.final is not None:
         args += (_safe(batch.final).decode(),)

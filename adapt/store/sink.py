@@ -12,8 +12,9 @@ at the next flush, so no call starts after it.
 Each write starts with an UPDATE on the task row that is conditional on this attempt still
 holding the lease; it allocates the batch's gap-free sequence numbers and updates the task's
 aggregates. If another attempt took over, the UPDATE matches no row and the write is refused
-with ``LeaseLost``. On PostgreSQL a whole batch is one statement (one round trip); see
-``adapt.store.batch``.
+with ``LeaseLost``. On PostgreSQL a whole batch is one statement (one round trip; see
+``adapt.store.batch``), sent together with the other tasks' batches queued meanwhile
+(``adapt.store.batch_group``).
 
 Prompts are stored once, as content-addressed blocks (``adapt.store.prompts``): a call keeps
 the ref of its prompt's last block; the ``llm_call`` event names the call without its prompt.
@@ -48,7 +49,8 @@ from adapt.engine.events import (
     TreeSink,
 )
 from adapt.store.attempt import AttemptControl
-from adapt.store.batch import Batch, refused_for_a_block, write_postgres
+from adapt.store.batch import Batch, refused_for_a_block
+from adapt.store.batch_group import write_grouped
 from adapt.store.batch_sqlite import write_sqlite
 from adapt.store.event_log import compact
 from adapt.store.models import utcnow
@@ -59,7 +61,7 @@ log = logging.getLogger(__name__)
 
 MAX_BUFFER = 64  # write early if a flush is this long in coming
 #: how a batch is written, by database (the two ``adapt.store.db`` accepts)
-WRITERS = {"postgresql": write_postgres, "sqlite": write_sqlite}
+WRITERS = {"postgresql": write_grouped, "sqlite": write_sqlite}
 
 
 class DbSink(TreeSink):

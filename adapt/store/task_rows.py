@@ -327,11 +327,15 @@ async def reclaim(
 async def renew_leases(
     sessions: async_sessionmaker[AsyncSession], owner: str, lease_seconds: float
 ) -> dict[str, int]:
-    """Extend every lease ``owner`` holds; returns task id -> the attempt it holds."""
+    """Extend every lease ``owner`` holds; returns task id -> the attempt it holds. The rows
+    are locked in id order, as a group write of the same tasks locks them
+    (``adapt.store.batch_group``), so the two never wait on each other in a cycle."""
     now = utcnow()
+    held = (Task.lease_owner == owner, Task.status == "running")
+    in_order = select(Task.id).where(*held).order_by(Task.id).with_for_update()
     stmt = (
         update(Task)
-        .where(Task.lease_owner == owner, Task.status == "running")
+        .where(Task.id.in_(in_order.scalar_subquery()), *held)
         .values(lease_expires_at=now + timedelta(seconds=lease_seconds), heartbeat_at=now)
         .returning(Task.id, Task.attempt)
     )
@@ -457,9 +461,11 @@ async def release_leases(
     if not task_ids:
         return []
     now = utcnow()
+    held = (Task.id.in_(list(task_ids)), Task.status == "running", Task.lease_owner == owner)
+    in_order = select(Task.id).where(*held).order_by(Task.id).with_for_update()  # as above
     stmt = (
         update(Task)
-        .where(Task.id.in_(list(task_ids)), Task.status == "running", Task.lease_owner == owner)
+        .where(Task.id.in_(in_order.scalar_subquery()), *held)
         # updated_at == lease_expires_at: due for the next sweep (see ``_due``)
         .values(lease_owner=None, lease_expires_at=now, updated_at=now)
         .returning(Task.id)
