@@ -42,6 +42,8 @@ class BackendCPU:
         self._last: dict[int, float] = {}
         self._group: dict[int, str] = {}
         self._gone = {"driver": 0.0, "workers": 0.0}  # backends whose pid was reused
+        #: the database's committed transactions (``pg_stat_database``), first and latest
+        self._commits0 = self._commits = 0
         self._lock = threading.Lock()
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -52,7 +54,14 @@ class BackendCPU:
             cur.execute("SELECT pid, application_name FROM pg_stat_activity "
                         "WHERE datname = %s AND pid <> pg_backend_pid()", (self.database,))
             rows = cur.fetchall()
+            cur.execute("SELECT xact_commit FROM pg_stat_database WHERE datname = %s",
+                        (self.database,))
+            commits = cur.fetchone()
         with self._lock:
+            if commits is not None:
+                self._commits = int(commits[0])
+                if first:
+                    self._commits0 = self._commits
             for pid, app in rows:
                 try:
                     cpu = process_cpu(int(pid))
@@ -92,6 +101,12 @@ class BackendCPU:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(10)
+
+    def commits(self) -> int:
+        """Transactions the database committed since :meth:`start`, every connection's (as
+        of the latest sample: PostgreSQL publishes them about once a second)."""
+        with self._lock:
+            return self._commits - self._commits0
 
     def read(self) -> dict[str, float]:
         """Seconds per group so far (the live backends read now); NaN when ``/proc`` does not

@@ -143,6 +143,10 @@ async def _first_answers(
     return {str(r[0]): r[1] for r in rows}
 
 
+#: what :class:`Meters` calls the database's committed transactions
+COMMITS = "pg_commits"
+
+
 class Meters:
     """CPU seconds so far of each party of a run: the worker process (``pid``; None: this
     process, the embedded runner), the database backends serving it and the driver's, and
@@ -156,15 +160,20 @@ class Meters:
         pg = self.backends.read() if self.backends is not None else {}
         return {"worker": process_cpu(self.pid),
                 "pg_workers": pg.get("workers", nan), "pg_driver": pg.get("driver", nan),
-                "driver": process_cpu(None) if self.pid is not None else nan}
+                "driver": process_cpu(None) if self.pid is not None else nan,
+                COMMITS: float(self.backends.commits()) if self.backends is not None else nan}
 
 
 def cpu_per_call(before: dict[str, float], after: dict[str, float],
                  calls: float) -> dict[str, float]:
     """Milliseconds per LLM call of each party between two :meth:`Meters.read`."""
     nan = float("nan")
-    return {f"cpu_ms_per_call_{k}" if k != "worker" else "cpu_ms_per_call":
-            1000 * (after[k] - before[k]) / calls if calls else nan for k in after}
+    out = {f"cpu_ms_per_call_{k}" if k != "worker" else "cpu_ms_per_call":
+           1000 * (after[k] - before[k]) / calls if calls else nan
+           for k in after if k != COMMITS}
+    if COMMITS in after:  # not CPU: how many transactions, per call
+        out["pg_commits_per_call"] = (after[COMMITS] - before[COMMITS]) / calls if calls else nan
+    return out
 
 
 async def measure(
@@ -336,6 +345,10 @@ def _cpu_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
         rows.append(("CPU per LLM call: worker + its PostgreSQL backends",
                      f"{sum(served):.2f} ms"))
     rows.append(("CPU per LLM call: every party above", f"{total:.2f} ms"))
+    commits = float(result.get("pg_commits_per_call", float("nan")))
+    if commits == commits:
+        rows.append(("PostgreSQL transactions per LLM call (every connection; "
+                     "pg_stat_database)", f"{commits:.2f}"))
     return rows
 
 
