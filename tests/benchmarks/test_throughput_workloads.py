@@ -80,7 +80,7 @@ def test_the_default_workload_is_textcraft_with_the_text_executor() -> None:
         result = run(tasks=2, latency=0.02, mode="inprocess", database_url=url)
         seen = recorded(url)
     assert result["workload"] == "textcraft" and result["succeeded"] == 2
-    assert seen["executors"] == {None} and seen["tool_call_answers"] == 0
+    assert seen["executors"] == {"react"} and seen["tool_call_answers"] == 0
     text = format_table(result)
     assert rows_of(text)["workload"] == "textcraft"
     assert "LLM calls/s while all run / ideal: " in text and "workload)" not in text
