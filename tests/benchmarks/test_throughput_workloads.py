@@ -112,11 +112,23 @@ def test_the_mcp_workload_runs_tasks_on_the_filesystem_server(
     assert "(mcp workload)" in text
 
 
+@pytest.mark.slow  # about 30 s: a Celery worker process, a server process per task
+def test_the_mcp_workload_in_a_worker_process_gets_the_registrations() -> None:
+    """Worker mode: the registrations reach the worker process through its environment, and
+    the servers are the worker's children (their CPU is counted)."""
+    lacks = mcp_standin.missing()
+    if lacks:
+        missing("; ".join(lacks))
+    result = run(tasks=2, latency=0.05, mode="worker", workload="mcp")
+    assert result["workload"] == "mcp" and result["succeeded"] == 2
+    assert result["llm_calls"] == 2 * 12 and result["cpu_ms_per_call_children"] > 0
+
+
 def test_the_mcp_workload_stops_at_once_without_the_server(
         monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setenv("ADAPT_TEST_MCP_FILESYSTEM", str(tmp_path / "absent" / "index.js"))
     started = time.monotonic()
-    with pytest.raises(RuntimeError, match="missing .*MCP filesystem server: npm install"):
+    with pytest.raises(RuntimeError, match=r"missing .*MCP filesystem server: npm install"):
         run(tasks=2, latency=0.05, mode="inprocess", workload="mcp")
     assert time.monotonic() - started < 5
 
