@@ -19,8 +19,10 @@ import httpx
 ROOT = Path(__file__).resolve().parents[1]
 
 _SIM_SCRIPT = """
-import sys, uvicorn
+import importlib, sys, uvicorn
 from adapt.sim.server import create_app
+if len(sys.argv) > 3:  # a module whose register() adds a model to the simulator registry
+    importlib.import_module(sys.argv[3]).register()
 uvicorn.run(create_app(latency=float(sys.argv[2])), host="127.0.0.1", port=int(sys.argv[1]),
             log_level="warning", access_log=False)
 """
@@ -71,10 +73,12 @@ def wait_http(proc: subprocess.Popen[bytes], url: str, what: str, timeout: float
 
 
 @contextlib.contextmanager
-def sim_server(latency: float, log_dir: Path) -> Iterator[str]:
-    """The simulator's OpenAI-compatible server in a subprocess; yields its base URL."""
+def sim_server(latency: float, log_dir: Path, setup: str | None = None) -> Iterator[str]:
+    """The simulator's OpenAI-compatible server in a subprocess; yields its base URL.
+    ``setup``: a module whose ``register()`` the server calls first (a model of a bench's
+    own, e.g. :mod:`benchmarks.throughput.mcp_standin`)."""
     port = free_port()
-    args = [sys.executable, "-c", _SIM_SCRIPT, str(port), str(latency)]
+    args = [sys.executable, "-c", _SIM_SCRIPT, str(port), str(latency), *([setup] if setup else [])]
     with logged_process(args, bench_env(), log_dir / "sim.log") as proc:
         base = f"http://127.0.0.1:{port}"
         wait_http(proc, f"{base}/v1/models", "the simulator server", 20)

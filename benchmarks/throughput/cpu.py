@@ -32,6 +32,18 @@ def process_cpu(pid: int | None = None) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
+def children_cpu(pid: int | None = None) -> float:
+    """CPU seconds (user + system) of the children process ``pid`` (None: this process) has
+    waited for so far (those that exited and were reaped: e.g. an MCP server process after
+    its episode, a check)."""
+    if pid is None:
+        times = os.times()
+        return times.children_user + times.children_system
+    # cutime and cstime: fields 16 and 17
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[13]) + int(fields[14])) / os.sysconf("SC_CLK_TCK")
+
+
 class BackendCPU:
     """CPU seconds the database's backends spent since :meth:`start`, by group (``driver``,
     ``workers``); :meth:`read` samples now."""

@@ -1,9 +1,11 @@
-"""Throughput benchmark, the measurement: many concurrent TextCraft tasks against a slow
-(simulated) LLM, and the numbers read back from the database. The command, which starts the
+"""Throughput benchmark, the measurement: many concurrent tasks (TextCraft by default; the
+workloads: :mod:`benchmarks.throughput.workloads`) against a slow (simulated) LLM, and the
+numbers read back from the database. The command, which starts the
 worker it measures, is this package's ``__main__``:
 
     python -m benchmarks.throughput [--tasks 200] [--latency 1.0] [--mode worker|inprocess]
                                        [--database-url URL] [--broker-url URL] [--processes 1]
+                                       [--steady SECONDS] [--workload textcraft|tools|mcp]
 
 Each task makes its LLM calls one after another, so with every task running at once the ideal
 LLM-call throughput is ``concurrency / latency``; :func:`measure` reports how close the run
@@ -33,25 +35,26 @@ from typing import Any
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from adapt.engine import RunConfig
 from adapt.store.models import FINAL_STATUSES, LLMCallRow, Task, utcnow
 from benchmarks.perfkit import Figure, load_avg, table
-from benchmarks.throughput.cpu import BackendCPU, process_cpu
+from benchmarks.throughput.cpu import BackendCPU, children_cpu, process_cpu
+from benchmarks.throughput.workloads import SIM_SPEC as SIM_SPEC  # where callers find it
+from benchmarks.throughput.workloads import TEXTCRAFT, Workload
 
 DEFAULT_BROKER = "redis://127.0.0.1:6379/0"
-SIM_SPEC = "sim:textcraft?capability=1"
 
 
 async def insert_tasks(
-    sessions: async_sessionmaker[AsyncSession], n: int, model: str, first_seed: int = 0
+    sessions: async_sessionmaker[AsyncSession], n: int, model: str, first_seed: int = 0,
+    workload: Workload = TEXTCRAFT,
 ) -> list[str]:
-    """``n`` queued TextCraft tasks (seeds ``first_seed``..) for ``model``."""
-    rc = RunConfig(d_max=4)
+    """``n`` queued tasks of ``workload`` (seeds ``first_seed``..) for ``model``."""
+    rc = workload.run_config
     ids = [uuid.uuid4().hex for _ in range(n)]
     async with sessions.begin() as session:
         session.add_all(Task(
-            id=task_id, tenant="bench", status="queued", environment="textcraft",
-            environment_config={"seed": seed}, strategy=rc.strategy, d_max=rc.d_max,
+            id=task_id, tenant="bench", status="queued", environment=workload.environment,
+            environment_config=workload.config(seed), strategy=rc.strategy, d_max=rc.d_max,
             run_config=rc.model_dump(mode="json"), executor_model=model, planner_model=model,
             executor_simulated=True, planner_simulated=True,
         ) for seed, task_id in enumerate(ids, first_seed))
@@ -64,11 +67,17 @@ WARMUP_TASKS = 4
 
 
 async def warm_up(sessions: async_sessionmaker[AsyncSession], dispatch: Any, model: str,
-                  timeout: float) -> None:
-    ids = await insert_tasks(sessions, WARMUP_TASKS, model, first_seed=10_000)
+                  timeout: float, workload: Workload = TEXTCRAFT) -> None:
+    """Run :data:`WARMUP_TASKS` tasks; ``RuntimeError`` (with their errors) if none
+    succeeded: the run would measure tasks that cannot work (e.g. a server not installed)."""
+    ids = await insert_tasks(sessions, WARMUP_TASKS, model, first_seed=10_000,
+                             workload=workload)
     for task_id in ids:
         await dispatch(task_id)
-    await wait_all(sessions, ids, timeout)
+    rows = await wait_all(sessions, ids, timeout)
+    if not any(r.status == "succeeded" for r in rows):
+        errors = sorted({f"{r.status}: {r.error}" for r in rows})
+        raise RuntimeError(f"no {workload.name} warm-up task succeeded: {errors[:3]}")
 
 
 async def wait_all(
@@ -149,8 +158,9 @@ COMMITS = "pg_commits"
 
 class Meters:
     """CPU seconds so far of each party of a run: the worker process (``pid``; None: this
-    process, the embedded runner), the database backends serving it and the driver's, and
-    the driver process (NaN when it is the worker too)."""
+    process, the embedded runner), the child processes it has reaped (MCP servers, checks),
+    the database backends serving it and the driver's, and the driver process (NaN when it
+    is the worker too)."""
 
     def __init__(self, pid: int | None, backends: BackendCPU | None) -> None:
         self.pid, self.backends = pid, backends
@@ -158,7 +168,7 @@ class Meters:
     def read(self) -> dict[str, float]:
         nan = float("nan")
         pg = self.backends.read() if self.backends is not None else {}
-        return {"worker": process_cpu(self.pid),
+        return {"worker": process_cpu(self.pid), "children": children_cpu(self.pid),
                 "pg_workers": pg.get("workers", nan), "pg_driver": pg.get("driver", nan),
                 "driver": process_cpu(None) if self.pid is not None else nan,
                 COMMITS: float(self.backends.commits()) if self.backends is not None else nan}
@@ -244,7 +254,8 @@ async def measure(
 
 
 async def _replace_finished(sessions: async_sessionmaker[AsyncSession], running: set[str],
-                            every: list[str], dispatch: Any, model: str) -> int:
+                            every: list[str], dispatch: Any, model: str,
+                            workload: Workload = TEXTCRAFT) -> int:
     """Queue and dispatch a new task for each of ``running`` that finished; how many."""
     async with sessions() as session:
         done = list((await session.execute(
@@ -253,7 +264,8 @@ async def _replace_finished(sessions: async_sessionmaker[AsyncSession], running:
     if not done:
         return 0
     running.difference_update(done)
-    fresh = await insert_tasks(sessions, len(done), model, first_seed=len(every))
+    fresh = await insert_tasks(sessions, len(done), model, first_seed=len(every),
+                               workload=workload)
     for task_id in fresh:
         await dispatch(task_id)
     running.update(fresh)
@@ -272,6 +284,7 @@ async def measure_steady(
     sessions: async_sessionmaker[AsyncSession], ids: list[str], dispatch: Any, model: str,
     *, latency: float, concurrency: int, duration: float, timeout: float,
     pid: int | None = None, backends: BackendCPU | None = None, poll: float = 0.2,
+    workload: Workload = TEXTCRAFT,
 ) -> dict[str, Any]:
     """Keep ``len(ids)`` tasks running for ``duration`` seconds: dispatch ``ids``, and
     whenever one finishes queue and dispatch a new one (checked every ``poll`` seconds).
@@ -286,7 +299,8 @@ async def measure_steady(
         await dispatch(task_id)
     replaced = 0
     while await _answered(sessions, ids) < len(ids):
-        replaced += await _replace_finished(sessions, running, every, dispatch, model)
+        replaced += await _replace_finished(sessions, running, every, dispatch, model,
+                                              workload)
         if replaced or time.monotonic() - t0 > timeout:
             break
         await asyncio.sleep(poll)
@@ -295,7 +309,8 @@ async def measure_steady(
     replaced = 0
     while time.monotonic() - start < duration:
         await asyncio.sleep(poll)
-        replaced += await _replace_finished(sessions, running, every, dispatch, model)
+        replaced += await _replace_finished(sessions, running, every, dispatch, model,
+                                              workload)
     until, cpu1 = utcnow(), meters.read()
     rows = await wait_all(sessions, every, timeout)
     answers: dict[str, list[datetime]] = {}
@@ -328,6 +343,8 @@ async def measure_steady(
 def _cpu_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
     """The CPU per LLM call of each party, and their sum (where each is known)."""
     parts = [("worker process", "cpu_ms_per_call"),
+             *([("the worker's child processes (MCP servers, checks; those exited)",
+                 "cpu_ms_per_call_children")] if result.get("workload") == "mcp" else []),
              ("PostgreSQL backends serving the worker(s)", "cpu_ms_per_call_pg_workers"),
              ("the bench driver's process (dispatch, polling)", "cpu_ms_per_call_driver"),
              ("PostgreSQL backends serving the driver", "cpu_ms_per_call_pg_driver")]
@@ -353,7 +370,10 @@ def _cpu_rows(result: dict[str, Any]) -> list[tuple[str, str]]:
 
 
 def format_table(result: dict[str, Any]) -> str:
+    workload = str(result.get("workload", TEXTCRAFT.name))
     head = [
+        ("workload", workload),
+        ("tasks answered by", str(result.get("answered_by", TEXTCRAFT.answered_by))),
         ("mode", result["mode"] + (f" ({result['processes']} process(es))"
                                     if result["processes"] else "")),
         ("LLM latency", f"{result['latency_s']:.3g} s"),
@@ -393,11 +413,14 @@ def format_table(result: dict[str, Any]) -> str:
         ]
     rows += [*_cpu_rows(result), ("load (1 min)", f"{load_avg():.2f}")]
     which = "steady" if result.get("steady") else "while all run"
-    figures = [Figure(f"LLM calls/s {which} / ideal", 100 * result["efficiency"], 90.0,
+    # the figures name a workload other than the default, so that a line read alone says it
+    of = "" if workload == TEXTCRAFT.name else f" ({workload} workload)"
+    figures = [Figure(f"LLM calls/s {which} / ideal{of}", 100 * result["efficiency"], 90.0,
                       "%", higher=True)]
     if result["cpu_ms_per_call"] == result["cpu_ms_per_call"]:  # not NaN
-        figures.append(Figure("worker CPU per LLM call", result["cpu_ms_per_call"], 1.5, "ms"))
+        figures.append(Figure(f"worker CPU per LLM call{of}", result["cpu_ms_per_call"], 1.5,
+                              "ms"))
     pg = float(result.get("cpu_ms_per_call_pg_workers", float("nan")))
     if pg == pg:
-        figures.append(Figure("PostgreSQL CPU per LLM call", pg, 1.0, "ms"))
+        figures.append(Figure(f"PostgreSQL CPU per LLM call{of}", pg, 1.0, "ms"))
     return "\n".join([table(rows), *(f.line() for f in figures)])
