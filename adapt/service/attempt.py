@@ -14,7 +14,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from pydantic import ValidationError
 from sqlalchemy.ext.asyncio import AsyncSession
@@ -115,7 +115,10 @@ async def _load_replay(session: AsyncSession, task: Task) -> Replay:
     """The calls an attempt replays, and the events stored already. A fork that has not yet
     recorded the calls before its fork point (its first attempt, or one that stopped before
     them) replays its origin's: its own are the same answers, to the same requests."""
-    calls, events = await task_rows.replay_material_in(session, task.id)
+    calls: list[tuple[str, dict[str, Any]]] = []
+    events = 0
+    if task.last_seq:  # else nothing is stored yet (a first attempt): nothing to read
+        calls, events = await task_rows.replay_material_in(session, task.id)
     from_origin = bool(task.forked_from_task and task.fork_calls is not None
                        and len(calls) < task.fork_calls)
     if from_origin and task.forked_from_task and task.fork_calls:

@@ -134,3 +134,38 @@ async def test_a_config_that_is_wrong_still_fails_the_task(ctx: ServiceContext) 
                            executor_model=WEAK, planner_model=WEAK)
     assert await execute_task(ctx, task_id) == "error"
     assert (await task_state(ctx, task_id)).status == "error"
+
+
+async def test_a_first_attempt_reads_no_replay_material(ctx: ServiceContext) -> None:
+    """An attempt's start reads the stored calls and events only when something is stored
+    (``last_seq``): a first attempt has none to read; a later one replays them."""
+    from sqlalchemy import event, update
+
+    resolved, _ = resolve_config(RunConfig(d_max=2), TextCraft, models=ModelSpecs(
+        executor=(WEAK,), planner=WEAK))
+    task_id = await insert(ctx, resolved.model_dump(mode="json"), executor_model=WEAK,
+                           planner_model=WEAK)
+    sent: list[str] = []
+
+    def seen(conn: Any, cursor: Any, statement: str, *args: Any) -> None:
+        sent.append(statement)
+
+    engine = ctx.sessions.kw["bind"].sync_engine
+    event.listen(engine, "before_cursor_execute", seen)
+    try:
+        first_attempt = await prepare_attempt(ctx, task_id, 1)
+        first_attempt.close()
+        first = [s for s in sent if "FROM llm_calls" in s or "FROM events" in s]
+        assert first == []
+        assert await execute_task(ctx, task_id) in {"succeeded", "failed"}
+        async with ctx.sessions.begin() as session:  # as if it stopped after its calls
+            await session.execute(update(Task).where(Task.id == task_id).values(
+                status="running"))
+        sent.clear()
+        later = await prepare_attempt(ctx, task_id, 2)
+        later.close()
+        assert later.store.skip > 0  # the stored events, counted (their calls replayed)
+        assert [s for s in sent if "FROM llm_calls" in s]
+        assert [s for s in sent if "FROM events" in s]
+    finally:
+        event.remove(engine, "before_cursor_execute", seen)
