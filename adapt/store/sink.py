@@ -50,6 +50,7 @@ from adapt.engine.events import (
 from adapt.store.attempt import AttemptControl
 from adapt.store.batch import Batch, refused_for_a_block, write_postgres
 from adapt.store.batch_sqlite import write_sqlite
+from adapt.store.elided import stored_monitor, stored_request_model, stored_text
 from adapt.store.event_log import compact
 from adapt.store.models import utcnow
 from adapt.store.prompts import PromptWriter, encode, known_blocks
@@ -137,7 +138,8 @@ class DbSink(TreeSink):
         elif isinstance(event, StepAppended):
             step = event.step.model_dump(mode="json")
             payload = compact(event.type, {"step": step}, None)  # names the step's row
-            b.steps.append(step)
+            # its text once when it is its raw (``adapt.store.elided``)
+            b.steps.append({**step, "text": stored_text(step["text"], step["raw"])})
         elif isinstance(event, LLMCallMade):
             call = event.call
             # the event names the call's row (its prompt is stored once, as blocks)
@@ -155,7 +157,8 @@ class DbSink(TreeSink):
                         else {"text": call.completion})
             b.calls.append({
                 "id": call.id, "node_id": call.node_id, "role": call.role,
-                "model": call.model, "request_model": call.request_model,
+                "model": call.model,
+                "request_model": stored_request_model(call.request_model, call.model),
                 "simulated": call.simulated, "prompt_ref": ref,
                 "chat": bool(call.messages),
                 "stop": call.stop, "request_fingerprint": event.request_fingerprint,
@@ -163,7 +166,8 @@ class DbSink(TreeSink):
                 "prompt_tokens": call.prompt_tokens,
                 "completion_tokens": call.completion_tokens,
                 "usage_estimated": call.usage_estimated, "latency_s": call.latency_s,
-                "cost_usd": call.cost_usd, "monitor": call.monitor, "retries": call.retries,
+                "cost_usd": call.cost_usd, "monitor": stored_monitor(call.monitor),
+                "retries": call.retries,
             })
         elif isinstance(event, TaskFinished):
             r = event.result

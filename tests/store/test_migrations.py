@@ -30,7 +30,7 @@ def test_pending_on_an_empty_database(tmp_path) -> None:  # type: ignore[no-unty
     assert pending(f"sqlite:///{tmp_path / 'empty.db'}") == ["0001", "0002", "0003", "0004", "0005", "0006", "0007",
                                                       "0008", "0009", "0010", "0011",
                                                       "0012", "0013", "0014", "0015", "0016", "0017",
-                                                      "0018", "0019", "0020"]
+                                                      "0018", "0019", "0020", "0021"]
 
 
 def test_upgrade_from_0001_keeps_rows_and_adds_the_monitor_column(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -304,8 +304,9 @@ def test_0011_indexes_node_events_and_the_downgrade_writes_compact_payloads_whol
                     "INSERT INTO llm_calls (task_id, id, node_id, role, model, simulated, stop, "
                     "request_fingerprint, response, completion, prompt_tokens, "
                     "completion_tokens, usage_estimated, latency_s, cost_usd, retries, "
-                    "attempt, created_at) VALUES ('new', 1, 1, 'executor', 'sim:a', true, "
-                    "'[\"\\n\"]', 'f', '{}', 'get 1 log', 5, 3, true, 0.5, 0, 0, 1, :now)"),
+                    "attempt, created_at, request_model) VALUES ('new', 1, 1, 'executor', "
+                    "'sim:a', true, '[\"\\n\"]', 'f', '{}', 'get 1 log', 5, 3, true, 0.5, 0, 0, "
+                    "1, :now, '')"),
                     {"now": "2026-01-01"})
                 compact = [("node.created", {"node": node}, 1),
                            ("step", {"step_ref": [1, 1]}, None),
@@ -318,8 +319,8 @@ def test_0011_indexes_node_events_and_the_downgrade_writes_compact_payloads_whol
                         "created_at) VALUES ('new', :s, :type, :p, :s, :n, :now)"),
                         {"s": seq, "type": type_, "p": json.dumps(payload), "n": node_id,
                          "now": "2026-01-01"})
-            # (a call row read back carries request_model, a column since 0012: none here;
-            # and the tool calls of its response: none)
+            # (a call row read back carries request_model, a column since 0012: none here,
+            # stored '' since 0021; and the tool calls of its response: none)
             assert read(url, "new") == [
                 (t, {"call": {**call, "request_model": None, "tools": None, "tool_calls": None}}
                  if t == "llm_call" else p)

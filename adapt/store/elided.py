@@ -1,0 +1,110 @@
+"""Values a row already holds in another column are stored once (migration 0021).
+
+- ``steps.text`` is NULL when it equals the step's ``raw`` (what the executor wrote is most
+  often the action it took): read ``coalesce(text, raw)``.
+- ``llm_calls.request_model`` is NULL when it equals the call's ``model`` (the model asked for
+  is most often the one that answered): read ``model``. A call that recorded no request model
+  (rows written before 0012, or a call made without one) stores ``''``: read None.
+- ``llm_calls.monitor`` is ``[]`` when it is the decoding monitor's record of a check that
+  found nothing (:data:`CLEAN_CHECK`, most calls' record); a record is always an object, so
+  ``[]`` names nothing else.
+
+Every reader reads these through what is here: a row loaded as an ORM object
+(``select(StepRow)``, ``select(LLMCallRow)``) gets the whole value from the load listeners of
+``adapt.store.models``; a query that selects columns selects :func:`step_text` and
+:func:`call_request_model` instead of the stored columns; an archive holds and takes whole
+values (``adapt.store.archive``). The writers store :func:`stored_text` and
+:func:`stored_request_model`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sqlalchemy import case, func
+from sqlalchemy.sql.elements import ColumnElement
+
+#: ``llm_calls.request_model`` of a call that recorded none (read as None)
+NO_REQUEST_MODEL = ""
+#: the decoding monitor's record of one check that found nothing (``adapt.engine.spec``)
+CLEAN_CHECK: dict[str, int] = {"validations": 1, "violations": 0, "corrections": 0}
+#: ``llm_calls.monitor`` of a call whose record is :data:`CLEAN_CHECK`
+STORED_CLEAN_CHECK: list[Any] = []
+
+
+def stored_text(text: str, raw: str) -> str | None:
+    """``steps.text`` as stored: None when it is the step's ``raw``."""
+    return None if text == raw else text
+
+
+def read_text(stored: str | None, raw: str) -> str:
+    """A step's text from what ``steps.text`` stores (:func:`stored_text`'s inverse)."""
+    return raw if stored is None else stored
+
+
+def stored_request_model(request_model: str | None, model: str) -> str | None:
+    """``llm_calls.request_model`` as stored: None when it is the call's ``model``,
+    :data:`NO_REQUEST_MODEL` when the call recorded none."""
+    if request_model is None:
+        return NO_REQUEST_MODEL
+    return None if request_model == model else request_model
+
+
+def read_request_model(stored: str | None, model: str) -> str | None:
+    """A call's request model from what ``llm_calls.request_model`` stores
+    (:func:`stored_request_model`'s inverse)."""
+    if stored is None:
+        return model
+    return stored if stored != NO_REQUEST_MODEL else None
+
+
+def stored_monitor(record: dict[str, Any] | None) -> Any:
+    """``llm_calls.monitor`` as stored: ``[]`` for :data:`CLEAN_CHECK` (the same keys and
+    integers: a record ``{"validations": 1.0, ...}`` is kept as it is)."""
+    if (isinstance(record, dict) and record.keys() == CLEAN_CHECK.keys()
+            and all(type(record[k]) is int and record[k] == v for k, v in CLEAN_CHECK.items())):
+        return STORED_CLEAN_CHECK
+    return record
+
+
+def read_monitor(stored: Any) -> dict[str, Any] | None:
+    """A call's monitor record from what ``llm_calls.monitor`` stores
+    (:func:`stored_monitor`'s inverse)."""
+    if isinstance(stored, list) and not stored:
+        return dict(CLEAN_CHECK)
+    return stored  # type: ignore[no-any-return]
+
+
+def step_text(text: Any, raw: Any) -> ColumnElement[str]:
+    """The step's text, in SQL (``text`` and ``raw``: the columns of ``steps``)."""
+    return func.coalesce(text, raw)
+
+
+def call_request_model(request_model: Any, model: Any) -> ColumnElement[str | None]:
+    """The call's request model, in SQL (the columns of ``llm_calls``)."""
+    return case((request_model.is_(None), model),
+                else_=func.nullif(request_model, NO_REQUEST_MODEL))
+
+
+def whole_step(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored ``steps`` row (its columns by name) with its whole ``text``."""
+    return {**row, "text": read_text(row.get("text"), row["raw"])}
+
+
+def stored_step(row: dict[str, Any]) -> dict[str, Any]:
+    """A whole ``steps`` row as stored (:func:`whole_step`'s inverse)."""
+    return {**row, "text": stored_text(row["text"], row["raw"])}
+
+
+def whole_call(row: dict[str, Any]) -> dict[str, Any]:
+    """A stored ``llm_calls`` row (its columns by name) with its whole ``request_model`` and
+    ``monitor``."""
+    return {**row, "request_model": read_request_model(row.get("request_model"), row["model"]),
+            "monitor": read_monitor(row.get("monitor"))}
+
+
+def stored_call(row: dict[str, Any]) -> dict[str, Any]:
+    """A whole ``llm_calls`` row as stored (:func:`whole_call`'s inverse)."""
+    return {**row, "request_model": stored_request_model(row.get("request_model"),
+                                                         row["model"]),
+            "monitor": stored_monitor(row.get("monitor"))}
