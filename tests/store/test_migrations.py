@@ -556,3 +556,135 @@ def test_0020_rows_of_several_events_split_on_downgrade_and_rows_of_one_read_as_
             assert read(url, task_id, 7) == expected[7:]
         finally:
             engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_0021_values_stored_once_read_the_same_and_the_downgrade_writes_them_whole(
+        backend: str, tmp_path: Path) -> None:
+    """A task stored at head (step texts, request models and clean monitor records stored
+    once) reads the same through the event log, the archive, replay and the journal after a
+    downgrade to 0020 (every value whole, as that code reads them) and an upgrade again; rows
+    written at 0020 (a call that recorded no request model, a step whose text is not its raw,
+    a monitor record of floats) read as they did."""
+    import asyncio
+
+    from alembic import command
+    from sqlalchemy import inspect
+
+    from adapt.store import archive
+    from adapt.store.db import create_engine as create_async_engine
+    from adapt.store.db import session_factory
+    from adapt.store.event_log import read_events
+    from adapt.store.journal import split_steps
+    from adapt.store.migrate import alembic_config
+    from adapt.store.sink import DbSink
+    from adapt.store.task_rows import replay_material_in
+    from benchmarks.perfkit import OWNER, leased_task, run_textcraft
+
+    async def run(url: str) -> str:
+        engine = create_async_engine(url)
+        try:
+            sessions = session_factory(engine)
+            task_id, attempt = await leased_task(sessions, 5)
+            await run_textcraft(5, DbSink(sessions, task_id, attempt, OWNER))
+        finally:
+            await engine.dispose()
+        return task_id
+
+    def views(url: str, task_id: str) -> dict[str, object]:
+        async def go() -> dict[str, object]:
+            engine = create_async_engine(url)
+            try:
+                async with session_factory(engine)() as session:
+                    events = await read_events(session, task_id, 0, None)
+                    document = await archive.read_task(session, task_id)
+                    replay = await replay_material_in(session, task_id)
+                    journal = await split_steps(session, task_id, 3)
+            finally:
+                await engine.dispose()
+            return {"events": [(e.seq, e.type, e.data) for e in events],
+                    "archive": document, "replay": replay, "journal": journal}
+        return asyncio.run(go())
+
+    def stored(conn: object, sql: str) -> list[tuple[object, ...]]:
+        rows = conn.execute(text(sql)).all()  # type: ignore[attr-defined]
+        return [tuple(json.loads(v) if isinstance(v, str) and v[:1] in ("{", "[") else v
+                      for v in row) for row in rows]
+
+    clean = {"validations": 1, "violations": 0, "corrections": 0}
+    floats = {"validations": 1.0, "violations": 0, "corrections": 0}
+    with _old_db(backend, tmp_path) as url:
+        cfg = alembic_config(url)
+        command.upgrade(cfg, "0020")
+        engine = create_engine(_sync_url(url))
+        try:
+            with engine.begin() as conn:  # rows as the code of 0020 wrote them
+                conn.execute(text(
+                    "INSERT INTO tasks (id, tenant, status, environment, environment_config, "
+                    "strategy, profile, d_max, run_config, executor_model, planner_model, "
+                    "executor_simulated, planner_simulated, llm_calls, prompt_tokens, "
+                    "completion_tokens, nodes_count, max_depth, cancel_requested, attempt, "
+                    "last_seq, created_at, updated_at) VALUES ('old', 'x', 'succeeded', "
+                    "'textcraft', '{}', 'adapt', 'default', 3, '{}', 'sim:a', 'sim:a', true, "
+                    "true, 3, 0, 0, 1, 1, false, 1, 0, :now, :now)"), {"now": "2026-01-01"})
+                conn.execute(text(
+                    "INSERT INTO nodes (task_id, id, position, depth, kind, goal, status, "
+                    "steps_count, usage, updated_at) VALUES ('old', 1, 0, 1, 'task', 'g', "
+                    "'succeeded', 2, '{}', :now)"), {"now": "2026-01-01"})
+                for index, raw, text_ in ((1, "get 1 log", "get 1 log"),
+                                          (2, "> get 1 log", "get 1 log")):
+                    conn.execute(text(
+                        'INSERT INTO steps (task_id, node_id, "index", kind, raw, text, '
+                        "observation, reward, done) VALUES ('old', 1, :i, 'action', :raw, "
+                        ":text, 'ok', 0, false)"), {"i": index, "raw": raw, "text": text_})
+                for call_id, asked, monitor in ((1, None, clean), (2, "sim:a", floats),
+                                                (3, "sim:b", None)):
+                    conn.execute(text(
+                        "INSERT INTO llm_calls (task_id, id, node_id, role, model, "
+                        "request_model, simulated, stop, request_fingerprint, response, "
+                        "completion, prompt_tokens, completion_tokens, usage_estimated, "
+                        "latency_s, retries, attempt, created_at, monitor) VALUES ('old', :id, "
+                        "1, 'executor', 'sim:a', :asked, true, '[]', 'f', '{}', 'c', 0, 0, "
+                        "false, 0, 0, 1, :now, :monitor)"),
+                        {"id": call_id, "asked": asked, "now": "2026-01-01",
+                         "monitor": None if monitor is None else json.dumps(monitor)})
+            old_rows = ("SELECT s.text, c.request_model, c.monitor FROM llm_calls c "
+                        "LEFT JOIN steps s ON s.task_id = c.task_id AND s.\"index\" = c.id "
+                        "WHERE c.task_id = 'old' ORDER BY c.id")
+            with engine.connect() as conn:
+                at_0020 = stored(conn, old_rows)
+            command.upgrade(cfg, "head")
+            assert "ix_tasks_tenant" not in {i["name"] for i in inspect(engine).get_indexes(
+                "tasks")}
+            with engine.connect() as conn:
+                assert stored(conn, old_rows) == [(None, "", []), ("get 1 log", None, floats),
+                                                  (None, "sim:b", None)]
+            old = views(url, "old")
+            assert [c["request_model"] for c in old["archive"]["calls"]] == [  # type: ignore[index]
+                None, "sim:a", "sim:b"]
+            assert [c["monitor"] for c in old["archive"]["calls"]] == [  # type: ignore[index]
+                clean, floats, None]
+            assert [s["text"] for s in old["archive"]["steps"]] == [  # type: ignore[index]
+                "get 1 log", "get 1 log"]
+
+            task_id = asyncio.run(run(url))
+            expected = views(url, task_id)
+            with engine.connect() as conn:
+                once = conn.execute(text(
+                    "SELECT count(*) FROM steps WHERE text IS NULL")).scalar_one()
+            assert once > 0
+            command.downgrade(cfg, "0020")
+            assert "ix_tasks_tenant" in {i["name"] for i in inspect(engine).get_indexes("tasks")}
+            with engine.connect() as conn:
+                assert stored(conn, old_rows) == at_0020
+                whole = stored(conn, "SELECT count(*), count(text), "
+                               "sum(CASE WHEN text = raw THEN 1 ELSE 0 END) FROM steps")
+                assert whole[0][0] == whole[0][1] == whole[0][2] + 1  # (the old one's step 2)
+                calls = stored(conn, f"SELECT model, request_model, monitor FROM llm_calls "
+                                     f"WHERE task_id = '{task_id}'")
+            assert calls and all(m == r and mon == clean for m, r, mon in calls)
+            command.upgrade(cfg, "head")
+            assert views(url, task_id) == expected
+            assert views(url, "old") == old
+        finally:
+            engine.dispose()
