@@ -21,7 +21,15 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
-from adapt.store.elided import stored_call, stored_step, whole_call, whole_step
+from adapt.store.elided import (
+    plan_call,
+    stored_call,
+    stored_plan,
+    stored_step,
+    whole_call,
+    whole_plan,
+    whole_step,
+)
 from adapt.store.event_log import ROW, expand, whole_node
 from adapt.store.models import (
     ApprovalRow,
@@ -101,6 +109,11 @@ async def read_task(session: AsyncSession, task_id: str) -> dict[str, Any]:
         found = _rows((await session.execute(stmt)).all(), columns)
         whole = _WHOLE.get(section)
         out[section] = [whole(r) for r in found] if whole is not None else found
+    completions = {c["id"]: c["completion"] for c in out["calls"]}
+    for node in out["nodes"]:
+        call = plan_call(node["plan"])
+        if call is not None and call in completions:
+            node["plan"] = whole_plan(node["plan"], completions[call])
     return out
 
 
@@ -173,6 +186,11 @@ async def insert_task(session: AsyncSession, task_id: str, tenant: str,
         {**r, "id": renamed[str(r["id"])],
          "deadline_at": r.get("deadline_at") if r.get("status") != "pending" else None}
         for r in approvals]}
+    calls: dict[Any, dict[str, int]] = {}  # node -> {completion: the last such call's id}
+    for call in sorted(document["calls"], key=lambda c: c["id"]):
+        calls.setdefault(call["node_id"], {})[call["completion"]] = call["id"]
+    sections["nodes"] = [{**n, "plan": stored_plan(n.get("plan"), calls.get(n["id"], {}))}
+                         for n in document["nodes"]]
     for section in ("nodes", "steps", "calls", "events", "approvals"):
         stored = _STORED.get(section)
         rows = [{**(stored(r) if stored is not None else r), "task_id": task_id}

@@ -5,6 +5,9 @@
 - ``llm_calls.request_model`` is NULL when it equals the call's ``model`` (the model asked for
   is most often the one that answered): read ``model``. A call that recorded no request model
   (rows written before 0012, or a call made without one) stores ``''``: read None.
+- ``nodes.plan`` of a plan whose ``raw`` is the completion of one of its node's LLM calls (the
+  planner's answer, about 700 bytes) holds ``"raw_call": <that call's id>`` instead: read
+  :func:`whole_plan` with the call's completion.
 - ``llm_calls.monitor`` is ``[]`` when it is the decoding monitor's record of a check that
   found nothing (:data:`CLEAN_CHECK`, most calls' record); a record is always an object, so
   ``[]`` names nothing else.
@@ -19,6 +22,7 @@ values (``adapt.store.archive``). The writers store :func:`stored_text` and
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from sqlalchemy import case, func
@@ -26,6 +30,8 @@ from sqlalchemy.sql.elements import ColumnElement
 
 #: ``llm_calls.request_model`` of a call that recorded none (read as None)
 NO_REQUEST_MODEL = ""
+#: the key of a stored plan that names the call whose completion is its ``raw``
+RAW_CALL = "raw_call"
 #: the decoding monitor's record of one check that found nothing (``adapt.engine.spec``)
 CLEAN_CHECK: dict[str, int] = {"validations": 1, "violations": 0, "corrections": 0}
 #: ``llm_calls.monitor`` of a call whose record is :data:`CLEAN_CHECK`
@@ -73,6 +79,29 @@ def read_monitor(stored: Any) -> dict[str, Any] | None:
     if isinstance(stored, list) and not stored:
         return dict(CLEAN_CHECK)
     return stored  # type: ignore[no-any-return]
+
+
+def stored_plan(plan: dict[str, Any] | None, calls: Mapping[str, int]) -> dict[str, Any] | None:
+    """``nodes.plan`` as stored; ``calls``: completion -> id of the node's calls."""
+    if not isinstance(plan, dict) or "raw_call" in plan:
+        return plan
+    call = calls.get(plan.get("raw"))  # type: ignore[arg-type]
+    if call is None:
+        return plan
+    return {**{k: v for k, v in plan.items() if k != "raw"}, RAW_CALL: call}
+
+
+def plan_call(stored: Any) -> int | None:
+    """The call whose completion a stored plan's ``raw`` is (None: the plan holds it)."""
+    if isinstance(stored, dict) and RAW_CALL in stored and "raw" not in stored:
+        return int(stored[RAW_CALL])
+    return None
+
+
+def whole_plan(stored: Any, completion: str) -> dict[str, Any]:
+    """A stored plan (:func:`plan_call` names a call) whole, ``raw`` first as the engine
+    writes it; ``completion``: that call's."""
+    return {"raw": completion, **{k: v for k, v in stored.items() if k != RAW_CALL}}
 
 
 def step_text(text: Any, raw: Any) -> ColumnElement[str]:

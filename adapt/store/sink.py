@@ -47,10 +47,11 @@ from adapt.engine.events import (
     TaskFinished,
     TreeSink,
 )
+from adapt.engine.tree import LLMCall
 from adapt.store.attempt import AttemptControl
 from adapt.store.batch import Batch, refused_for_a_block, write_postgres
 from adapt.store.batch_sqlite import write_sqlite
-from adapt.store.elided import stored_monitor, stored_request_model, stored_text
+from adapt.store.elided import stored_monitor, stored_plan, stored_request_model, stored_text
 from adapt.store.event_log import compact
 from adapt.store.models import utcnow
 from adapt.store.prompts import PromptWriter, encode, known_blocks
@@ -106,12 +107,17 @@ class DbSink(TreeSink):
         #: every node's snapshot in its latest event (what the next ``node.updated`` is
         #: stored against: ``adapt.store.event_log``)
         self._nodes: dict[int, dict[str, Any]] = {}
+        #: each node's latest LLM call: {completion: id} (a plan whose raw is its completion
+        #: names it instead of holding it: ``adapt.store.elided``)
+        self._last_call: dict[int, dict[str, int]] = {}
 
     async def emit(self, event: Event) -> None:
         self.ordinal += 1
         if self.ordinal <= self.skip:
             if isinstance(event, NodeCreated | NodeUpdated):  # stored: later events build on it
                 self._nodes[event.node.id] = event.node.model_dump(mode="json")
+            elif isinstance(event, LLMCallMade):
+                self._called(event.call)
             elif isinstance(event, TaskFinished):
                 self.ended_in_replay = event
             return
@@ -131,6 +137,9 @@ class DbSink(TreeSink):
             # the event log keeps what changed since the node's previous event
             payload = compact(event.type, {"node": node}, self._nodes.get(event.node.id))
             self._nodes[event.node.id] = node
+            if node["plan"] is not None:  # the row's plan may name the call that wrote it
+                plan = stored_plan(node["plan"], self._last_call.get(event.node.id, {}))
+                node = {**node, "plan": plan} if plan is not node["plan"] else node
             if isinstance(event, NodeCreated) or event.node.id in b.created:
                 b.created[event.node.id] = node
             else:
@@ -142,6 +151,7 @@ class DbSink(TreeSink):
             b.steps.append({**step, "text": stored_text(step["text"], step["raw"])})
         elif isinstance(event, LLMCallMade):
             call = event.call
+            self._called(call)
             # the event names the call's row (its prompt is stored once, as blocks)
             # (its tools are stored with its prompt, its tool calls with its response)
             data = call.model_dump(mode="json",
@@ -179,6 +189,10 @@ class DbSink(TreeSink):
         node_id = event.node.id if isinstance(event, NodeCreated | NodeUpdated) else None
         b.events.append({"type": event.type, "payload": payload, "ordinal": self.ordinal,
                          "node_id": node_id})
+
+    def _called(self, call: LLMCall) -> None:
+        if call.node_id is not None:
+            self._last_call[call.node_id] = {call.completion: call.id}
 
     async def flush(self) -> None:
         """Write what is buffered, and wait for it (and for any earlier write)."""

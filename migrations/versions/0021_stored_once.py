@@ -3,6 +3,8 @@
 - ``steps.text`` (now nullable) is NULL where it equals the step's ``raw``;
 - ``llm_calls.request_model`` is NULL where it equals the call's ``model``, and ``''`` where the
   call recorded none (rows written before 0012, NULL until now);
+- ``nodes.plan`` whose ``raw`` is the completion of one of its node's calls names the call
+  (``"raw_call": id``, the last such call) instead of holding it;
 - ``llm_calls.monitor`` is ``[]`` where it is the record of a check that found nothing
   (``{"validations": 1, "violations": 0, "corrections": 0}``, integers);
 - ``ix_tasks_tenant`` is dropped: every query by tenant uses ``ix_tasks_tenant_created`` (or
@@ -52,6 +54,40 @@ _IS_STORED_CLEAN = {"postgresql": "monitor = '[]'::jsonb",
                               "AND json_array_length(monitor) = 0"}
 
 
+#: the last call of the node whose completion is the plan's raw
+_RAW_CALL = {
+    "postgresql": ("(SELECT max(c.id) FROM llm_calls c WHERE c.task_id = nodes.task_id "
+                   "AND c.node_id = nodes.id AND c.completion = nodes.plan ->> 'raw')"),
+    "sqlite": ("(SELECT max(c.id) FROM llm_calls c WHERE c.task_id = nodes.task_id "
+               "AND c.node_id = nodes.id AND c.completion = json_extract(nodes.plan, '$.raw'))"),
+}
+_NAME_RAW_CALL = {
+    "postgresql": ("UPDATE nodes SET plan = (plan - 'raw') || jsonb_build_object('raw_call', "
+                   "{call}) WHERE plan IS NOT NULL AND jsonb_typeof(plan) = 'object' "
+                   "AND NOT plan ? 'raw_call' AND jsonb_typeof(plan -> 'raw') = 'string' "
+                   "AND {call} IS NOT NULL"),
+    "sqlite": ("UPDATE nodes SET plan = json_set(json_remove(plan, '$.raw'), '$.raw_call', "
+               "{call}) WHERE plan IS NOT NULL AND json_valid(plan) "
+               "AND json_type(plan) = 'object' AND json_type(plan, '$.raw_call') IS NULL "
+               "AND json_type(plan, '$.raw') = 'text' AND {call} IS NOT NULL"),
+}
+#: a stored plan that names its call, whole again (``raw`` first, as the engine writes it)
+_WHOLE_PLAN = {
+    "postgresql": ("UPDATE nodes SET plan = jsonb_build_object('raw', (SELECT c.completion "
+                   "FROM llm_calls c WHERE c.task_id = nodes.task_id "
+                   "AND c.id = (nodes.plan ->> 'raw_call')::int)) || (plan - 'raw_call') "
+                   "WHERE plan IS NOT NULL AND jsonb_typeof(plan) = 'object' "
+                   "AND plan ? 'raw_call' AND NOT plan ? 'raw'"),
+    # (SQLite: ``raw`` last; a plan's fields are read by name)
+    "sqlite": ("UPDATE nodes SET plan = json_set(json_remove(plan, '$.raw_call'), '$.raw', "
+               "(SELECT c.completion FROM llm_calls c WHERE c.task_id = nodes.task_id "
+               "AND c.id = json_extract(nodes.plan, '$.raw_call'))) WHERE plan IS NOT NULL "
+               "AND json_valid(plan) AND json_type(plan) = 'object' "
+               "AND json_type(plan, '$.raw_call') IS NOT NULL "
+               "AND json_type(plan, '$.raw') IS NULL"),
+}
+
+
 def _dialect() -> str:
     return op.get_bind().dialect.name
 
@@ -66,6 +102,7 @@ def upgrade() -> None:
     empty = "'[]'::jsonb" if _dialect() == "postgresql" else "'[]'"
     op.execute(f"UPDATE llm_calls SET monitor = {empty} "
                f"WHERE monitor IS NOT NULL AND {_IS_CLEAN[_dialect()]}")
+    op.execute(_NAME_RAW_CALL[_dialect()].format(call=_RAW_CALL[_dialect()]))
     with op.batch_alter_table("tasks", schema=None) as batch_op:
         batch_op.drop_index("ix_tasks_tenant")
 
@@ -73,6 +110,7 @@ def upgrade() -> None:
 def downgrade() -> None:
     with op.batch_alter_table("tasks", schema=None) as batch_op:
         batch_op.create_index("ix_tasks_tenant", ["tenant"], unique=False)
+    op.execute(_WHOLE_PLAN[_dialect()])
     clean = f"'{_CLEAN}'::jsonb" if _dialect() == "postgresql" else f"'{_CLEAN}'"
     op.execute(f"UPDATE llm_calls SET monitor = {clean} "
                f"WHERE monitor IS NOT NULL AND {_IS_STORED_CLEAN[_dialect()]}")

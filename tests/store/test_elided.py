@@ -4,6 +4,7 @@ resumed environment replays. SQLite and PostgreSQL."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -11,7 +12,7 @@ import pytest
 from sqlalchemy import select, text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
-from adapt.engine.events import FanoutSink, LLMCallMade, MemorySink, StepAppended
+from adapt.engine.events import FanoutSink, LLMCallMade, MemorySink, NodeUpdated, StepAppended
 from adapt.engine.tree import LLMCall, Step
 from adapt.store import archive, queries
 from adapt.store.db import create_engine, session_factory
@@ -112,12 +113,29 @@ async def test_the_sink_stores_each_value_once_and_every_reader_reads_it_whole(
         call_rows = await queries.node_calls(session, task_id, node_id)
         assert call_rows and [(r.request_model, r.monitor) for r in call_rows] == [
             (c.request_model, c.monitor) for c in calls if c.node_id == node_id]
+        # a plan names the planner's call, and reads whole (the node detail, the node list)
+        plans = {e.node.id: e.node.plan.model_dump(mode="json") for e in memory.events
+                 if isinstance(e, NodeUpdated) and e.node.plan is not None}
+        assert plans
+        raw = (await session.execute(text(
+            "SELECT id, plan FROM nodes WHERE task_id = :t AND plan IS NOT NULL"),
+            {"t": task_id})).all()
+        for _, plan in raw:
+            plan = json.loads(plan) if isinstance(plan, str) else plan
+            assert "raw" not in plan and isinstance(plan["raw_call"], int)
+        for node_id, plan in plans.items():
+            node = await queries.get_node(session, task_id, node_id)
+            assert node is not None and node.plan == plan
+        assert {n.id: n.plan for n in await queries.task_nodes(session, task_id)
+                if n.plan is not None} == plans
+        assert not session.dirty
         # the journal a resumed environment replays
         before, _ = await split_steps(session, task_id, None)
         assert [r.action for r in before] == [s.text for s in steps if s.kind == "action"]
         # the archive holds whole values, and an import stores them once again
         document = await archive.read_task(session, task_id)
     assert [r["text"] for r in document["steps"]] == [s.text for s in steps]
+    assert {r["id"]: r["plan"] for r in document["nodes"] if r["plan"] is not None} == plans
     assert {(r["request_model"], str(r["monitor"])) for r in document["calls"]} == {
         (c.request_model, str(c.monitor)) for c in calls}
 

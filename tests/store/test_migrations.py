@@ -571,7 +571,7 @@ def test_0021_values_stored_once_read_the_same_and_the_downgrade_writes_them_who
     from alembic import command
     from sqlalchemy import inspect
 
-    from adapt.store import archive
+    from adapt.store import archive, queries
     from adapt.store.db import create_engine as create_async_engine
     from adapt.store.db import session_factory
     from adapt.store.event_log import read_events
@@ -604,6 +604,32 @@ def test_0021_values_stored_once_read_the_same_and_the_downgrade_writes_them_who
                 await engine.dispose()
             return {"events": [(e.seq, e.type, e.data) for e in events],
                     "archive": document, "replay": replay, "journal": journal}
+        return asyncio.run(go())
+
+    def node_views(url: str, task_id: str) -> list[tuple[int, object]]:
+        """The plans the node detail shows (through ``queries.get_node``, or the rows as
+        they are stored, whole, at 0020)."""
+        async def go() -> list[tuple[int, object]]:
+            engine = create_async_engine(url)
+            try:
+                async with session_factory(engine)() as session:
+                    ids = (await session.execute(text(
+                        "SELECT id FROM nodes WHERE task_id = :t ORDER BY id"),
+                        {"t": task_id})).scalars().all()
+                    out = []
+                    for node_id in ids:
+                        if pending(url):  # below head: the columns as stored
+                            plan = (await session.execute(text(
+                                "SELECT plan FROM nodes WHERE task_id = :t AND id = :n"),
+                                {"t": task_id, "n": node_id})).scalar_one()
+                            plan = json.loads(plan) if isinstance(plan, str) else plan
+                        else:
+                            row = await queries.get_node(session, task_id, node_id)
+                            plan = row.plan if row is not None else None
+                        out.append((int(node_id), plan))
+            finally:
+                await engine.dispose()
+            return out
         return asyncio.run(go())
 
     def stored(conn: object, sql: str) -> list[tuple[object, ...]]:
@@ -672,7 +698,11 @@ def test_0021_values_stored_once_read_the_same_and_the_downgrade_writes_them_who
             with engine.connect() as conn:
                 once = conn.execute(text(
                     "SELECT count(*) FROM steps WHERE text IS NULL")).scalar_one()
+                plans = stored(conn, f"SELECT plan FROM nodes WHERE task_id = '{task_id}' "
+                                     "AND plan IS NOT NULL")
             assert once > 0
+            assert plans and all("raw" not in p and "raw_call" in p for (p,) in plans)
+            node_detail = node_views(url, task_id)
             command.downgrade(cfg, "0020")
             assert "ix_tasks_tenant" in {i["name"] for i in inspect(engine).get_indexes("tasks")}
             with engine.connect() as conn:
@@ -683,8 +713,18 @@ def test_0021_values_stored_once_read_the_same_and_the_downgrade_writes_them_who
                 calls = stored(conn, f"SELECT model, request_model, monitor FROM llm_calls "
                                      f"WHERE task_id = '{task_id}'")
             assert calls and all(m == r and mon == clean for m, r, mon in calls)
+            with engine.connect() as conn:
+                plans = stored(conn, f"SELECT plan FROM nodes WHERE task_id = '{task_id}' "
+                                     "AND plan IS NOT NULL")
+            assert plans and all("raw" in p and "raw_call" not in p for (p,) in plans)
+            assert node_views(url, task_id) == node_detail  # as the code of 0020 reads it
             command.upgrade(cfg, "head")
             assert views(url, task_id) == expected
+            assert node_views(url, task_id) == node_detail
             assert views(url, "old") == old
+            with engine.connect() as conn:
+                plans = stored(conn, f"SELECT plan FROM nodes WHERE task_id = '{task_id}' "
+                                     "AND plan IS NOT NULL")
+            assert plans and all("raw" not in p and "raw_call" in p for (p,) in plans)
         finally:
             engine.dispose()
