@@ -77,7 +77,7 @@ def _row_model(name: str, columns: list[Column[Any]],
     """``whole``: columns that an archive holds whole though the table may store NULL."""
     fields: dict[str, Any] = {}
     for column in columns:
-        nullable = column.nullable and column.key not in whole
+        nullable = bool(column.nullable) and column.key not in whole
         required = not nullable and column.default is None and column.server_default is None
         fields[column.key] = (_python_type(column, nullable), ... if required else None)
     model: type[BaseModel] = create_model(name, __config__=ConfigDict(extra="forbid"), **fields)

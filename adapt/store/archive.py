@@ -106,9 +106,9 @@ async def read_task(session: AsyncSession, task_id: str) -> dict[str, Any]:
             continue
         stmt = select(*columns).where(table.c.task_id == task_id)
         stmt = stmt.order_by(*(table.c[k] for k in _ORDER[section]))
-        found = _rows((await session.execute(stmt)).all(), columns)
+        read = _rows((await session.execute(stmt)).all(), columns)
         whole = _WHOLE.get(section)
-        out[section] = [whole(r) for r in found] if whole is not None else found
+        out[section] = [whole(r) for r in read] if whole is not None else read
     completions = {c["id"]: c["completion"] for c in out["calls"]}
     for node in out["nodes"]:
         call = plan_call(node["plan"])
