@@ -2,9 +2,10 @@
 
 - ``steps.text`` is NULL when it equals the step's ``raw`` (what the executor wrote is most
   often the action it took): read ``coalesce(text, raw)``.
-- ``llm_calls.request_model`` is NULL when it equals the call's ``model`` (the model asked for
-  is most often the one that answered): read ``model``. A call that recorded no request model
-  (rows written before 0012, or a call made without one) stores ``''``: read None.
+- ``llm_calls.request_model`` is ``''`` when it equals the call's ``model`` (the model asked
+  for is most often the one that answered): read ``model``. NULL keeps its meaning: the call
+  recorded none (rows written before 0012). (A request model that is the empty string while
+  the answer names another is read as that other: no model is named ``''``.)
 - ``nodes.plan`` of a plan whose ``raw`` is the completion of one of its node's LLM calls (the
   planner's answer, about 700 bytes) holds ``"raw_call": <that call's id>`` instead: read
   :func:`whole_plan` with the call's completion.
@@ -28,8 +29,8 @@ from typing import Any
 from sqlalchemy import case, func
 from sqlalchemy.sql.elements import ColumnElement
 
-#: ``llm_calls.request_model`` of a call that recorded none (read as None)
-NO_REQUEST_MODEL = ""
+#: ``llm_calls.request_model`` of a call whose request model is its ``model``
+SAME_MODEL = ""
 #: the key of a stored plan that names the call whose completion is its ``raw``
 RAW_CALL = "raw_call"
 #: the decoding monitor's record of one check that found nothing (``adapt.engine.spec``)
@@ -49,19 +50,15 @@ def read_text(stored: str | None, raw: str) -> str:
 
 
 def stored_request_model(request_model: str | None, model: str) -> str | None:
-    """``llm_calls.request_model`` as stored: None when it is the call's ``model``,
-    :data:`NO_REQUEST_MODEL` when the call recorded none."""
-    if request_model is None:
-        return NO_REQUEST_MODEL
-    return None if request_model == model else request_model
+    """``llm_calls.request_model`` as stored: :data:`SAME_MODEL` when it is the call's
+    ``model``."""
+    return SAME_MODEL if request_model is not None and request_model == model else request_model
 
 
 def read_request_model(stored: str | None, model: str) -> str | None:
     """A call's request model from what ``llm_calls.request_model`` stores
     (:func:`stored_request_model`'s inverse)."""
-    if stored is None:
-        return model
-    return stored if stored != NO_REQUEST_MODEL else None
+    return model if stored == SAME_MODEL else stored
 
 
 def stored_monitor(record: dict[str, Any] | None) -> Any:
@@ -111,8 +108,7 @@ def step_text(text: Any, raw: Any) -> ColumnElement[str]:
 
 def call_request_model(request_model: Any, model: Any) -> ColumnElement[str | None]:
     """The call's request model, in SQL (the columns of ``llm_calls``)."""
-    return case((request_model.is_(None), model),
-                else_=func.nullif(request_model, NO_REQUEST_MODEL))
+    return case((request_model == SAME_MODEL, model), else_=request_model)
 
 
 def whole_step(row: dict[str, Any]) -> dict[str, Any]:

@@ -247,9 +247,9 @@ class LLMCallRow(Base):
     node_id: Mapped[int | None] = mapped_column(Integer)
     role: Mapped[str] = mapped_column(String(32))
     model: Mapped[str] = mapped_column(Text)
-    #: the model asked for (``model``: the one the response named); None: none recorded.
-    #: Stored NULL when it equals ``model`` and ``''`` when none was recorded (0021): a loaded
-    #: row has it whole, a query of columns reads ``adapt.store.elided.call_request_model``
+    #: the model asked for (``model``: the one the response named); None before 0012.
+    #: Stored ``''`` when it equals ``model`` (0021): a loaded row has it whole, a query of
+    #: columns reads ``adapt.store.elided.call_request_model``
     request_model: Mapped[str | None] = mapped_column(Text)
     simulated: Mapped[bool] = mapped_column(Boolean, default=False)
     #: the prompt, inline: rows written before prompts were stored as blocks (0010) only
