@@ -27,12 +27,13 @@ from sqlalchemy import (
     TypeDecorator,
     UniqueConstraint,
     event,
+    select,
     text,
 )
 from sqlalchemy import false as sa_false
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, column_property, mapped_column
 from sqlalchemy.orm.attributes import set_committed_value
 
 # the engine's vocabulary (defined there once), re-exported for older importers
@@ -40,12 +41,15 @@ from adapt.engine.tree import FINAL_STATUSES as FINAL_STATUSES
 from adapt.engine.tree import TASK_STATUSES as TASK_STATUSES
 from adapt.engine.tree import UsageTotals
 from adapt.store.elided import (
+    RAW_CALL,
+    plan_call,
     read_monitor,
     read_request_model,
     read_text,
     stored_monitor,
     stored_request_model,
     stored_text,
+    whole_plan,
 )
 
 JSONType = JSON().with_variant(JSONB(), "postgresql")
@@ -288,6 +292,26 @@ class LLMCallRow(Base):
 
 
 # -- values stored once (``adapt.store.elided``): loaded whole, written through the ORM whole --
+#: the completion of the call a stored plan names (``adapt.store.elided.plan_call``): loaded
+#: with the node (one index lookup, only for a plan that names a call), so that a loaded node
+#: has its plan whole
+NodeRow.plan_raw = column_property(
+    select(LLMCallRow.completion)
+    .where(LLMCallRow.task_id == NodeRow.task_id,
+           LLMCallRow.id == NodeRow.plan[RAW_CALL].as_integer())
+    .correlate_except(LLMCallRow).scalar_subquery())
+
+
+@event.listens_for(NodeRow, "load")
+@event.listens_for(NodeRow, "refresh")
+def _whole_node(row: NodeRow, *_: Any) -> None:
+    """A loaded node has its whole plan."""
+    loaded = row.__dict__
+    raw = loaded.get("plan_raw")
+    if raw is not None and plan_call(loaded.get("plan")) is not None:
+        set_committed_value(row, "plan", whole_plan(loaded["plan"], raw))
+
+
 @event.listens_for(StepRow, "load")
 @event.listens_for(StepRow, "refresh")
 def _whole_step(row: StepRow, *_: Any) -> None:

@@ -17,11 +17,9 @@ from typing import Any
 
 from sqlalchemy import Float, Select, and_, case, cast, func, select, true, tuple_
 from sqlalchemy.ext.asyncio import AsyncSession
-from sqlalchemy.orm.attributes import set_committed_value
 
 from adapt.engine.tree import FINAL_STATUSES, TASK_STATUSES
 from adapt.errors import InvalidCursor as InvalidCursor
-from adapt.store.elided import plan_call, whole_plan
 from adapt.store.models import LLMCallRow, NodeRow, StepRow, Task
 from adapt.store.workers import live_workers
 
@@ -134,24 +132,7 @@ async def task_nodes(session: AsyncSession, task_id: str) -> Sequence[NodeRow]:
         .where(NodeRow.task_id == task_id)
         .order_by(NodeRow.parent_id, NodeRow.position, NodeRow.id)
     )
-    return await whole_plans(session, task_id, (await session.execute(stmt)).scalars().all())
-
-
-async def whole_plans(session: AsyncSession, task_id: str, rows: Sequence[NodeRow]
-                      ) -> Sequence[NodeRow]:
-    """``rows`` (loaded nodes of the task) with their plans whole: a stored plan may name the
-    call whose completion is its ``raw`` (``adapt.store.elided``), read here in one query."""
-    wanted = [(c, row) for row in rows if (c := plan_call(row.plan)) is not None]
-    if wanted:
-        found = dict((await session.execute(
-            select(LLMCallRow.id, LLMCallRow.completion)
-            .where(LLMCallRow.task_id == task_id,
-                   LLMCallRow.id.in_(sorted({c for c, _ in wanted}))))).all())
-        for call, row in wanted:
-            if call in found:  # (a task's calls go with it)
-                # set as loaded, not as a change (the session writes nothing back)
-                set_committed_value(row, "plan", whole_plan(row.plan, found[call]))
-    return rows
+    return (await session.execute(stmt)).scalars().all()
 
 
 #: the columns of a tree node (``api.schemas.TreeNode`` without ``children``), in its order
@@ -192,8 +173,7 @@ async def tree_nodes(session: AsyncSession, task_id: str) -> list[dict[str, Any]
 
 async def get_node(session: AsyncSession, task_id: str, node_id: int) -> NodeRow | None:
     stmt = select(NodeRow).where(NodeRow.task_id == task_id, NodeRow.id == node_id)
-    row = (await session.execute(stmt)).scalar_one_or_none()
-    return None if row is None else (await whole_plans(session, task_id, [row]))[0]
+    return (await session.execute(stmt)).scalar_one_or_none()
 
 
 async def child_ids(session: AsyncSession, task_id: str, node_id: int) -> list[int]:
