@@ -14,7 +14,8 @@
   ``[]`` names nothing else.
 
 Every reader reads these through what is here: a row loaded as an ORM object
-(``select(StepRow)``, ``select(LLMCallRow)``) gets the whole value from the load listeners of
+(``select(StepRow)``, ``select(LLMCallRow)``, ``select(NodeRow)``: the node's row comes with
+the completion its plan names) gets the whole value from the load listeners of
 ``adapt.store.models``; a query that selects columns selects :func:`step_text` and
 :func:`call_request_model` instead of the stored columns; an archive holds and takes whole
 values (``adapt.store.archive``). The writers store :func:`stored_text` and
