@@ -57,7 +57,7 @@ READS = frozenset({1, 2})
 _INT_BOUNDS = {"BigInteger": 2**63 - 1, "Integer": 2**31 - 1}
 
 
-def _python_type(column: Column[Any]) -> Any:
+def _python_type(column: Column[Any], nullable: bool) -> Any:
     kind_of = column.type.impl if isinstance(column.type, TypeDecorator) else column.type
     try:
         kind: Any = kind_of.python_type
@@ -69,15 +69,17 @@ def _python_type(column: Column[Any]) -> Any:
     elif kind is int and not isinstance(kind_of, Boolean):
         bound = _INT_BOUNDS.get(type(kind_of).__name__, 2**31 - 1)
         kind = Annotated[int, Field(ge=-bound - 1, le=bound)]
-    return kind | None if column.nullable else kind
+    return kind | None if nullable else kind
 
 
-def _row_model(name: str, columns: list[Column[Any]]) -> type[BaseModel]:
+def _row_model(name: str, columns: list[Column[Any]],
+               whole: frozenset[str] = frozenset()) -> type[BaseModel]:
+    """``whole``: columns that an archive holds whole though the table may store NULL."""
     fields: dict[str, Any] = {}
     for column in columns:
-        required = not column.nullable and column.default is None \
-            and column.server_default is None
-        fields[column.key] = (_python_type(column), ... if required else None)
+        nullable = bool(column.nullable) and column.key not in whole
+        required = not nullable and column.default is None and column.server_default is None
+        fields[column.key] = (_python_type(column, nullable), ... if required else None)
     model: type[BaseModel] = create_model(name, __config__=ConfigDict(extra="forbid"), **fields)
     return model
 
@@ -86,7 +88,8 @@ def _row_model(name: str, columns: list[Column[Any]]) -> type[BaseModel]:
 def archive_model() -> type[BaseModel]:
     sections: dict[str, Any] = {}
     for section in rows.SECTIONS:
-        row: Any = _row_model(f"Archive_{section}", rows.section_columns(section))
+        row: Any = _row_model(f"Archive_{section}", rows.section_columns(section),
+                              rows.ARCHIVED_WHOLE.get(section, frozenset()))
         sections[section] = ((list[row], Field(default_factory=list)) if section == "approvals"
                              else (list[row], ...))
     model: type[BaseModel] = create_model(

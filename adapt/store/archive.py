@@ -21,6 +21,15 @@ from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from adapt.store.elided import (
+    plan_call,
+    stored_call,
+    stored_plan,
+    stored_step,
+    whole_call,
+    whole_plan,
+    whole_step,
+)
 from adapt.store.event_log import ROW, expand, whole_node
 from adapt.store.models import (
     ApprovalRow,
@@ -48,6 +57,12 @@ SECTIONS: dict[str, Table] = {
 }
 _ORDER = {"nodes": ("id",), "steps": ("node_id", "index"), "calls": ("id",), "events": ("seq",),
           "approvals": ("requested_at", "node_id", "kind", "number")}
+#: an archive holds every value whole, where a table stores one that its row holds already
+#: as NULL (``adapt.store.elided``): how a section's rows are read and stored, and the
+#: columns that an archive's rows must have though the table's may be NULL
+_WHOLE = {"steps": whole_step, "calls": whole_call}
+_STORED = {"steps": stored_step, "calls": stored_call}
+ARCHIVED_WHOLE = {"steps": frozenset({"text"})}
 #: the events that name an approval (``approval_id`` in their data)
 APPROVAL_EVENTS = frozenset({"approval.requested", "approval.decided"})
 TASK_TABLE: Table = Task.__table__  # type: ignore[assignment]
@@ -91,7 +106,14 @@ async def read_task(session: AsyncSession, task_id: str) -> dict[str, Any]:
             continue
         stmt = select(*columns).where(table.c.task_id == task_id)
         stmt = stmt.order_by(*(table.c[k] for k in _ORDER[section]))
-        out[section] = _rows((await session.execute(stmt)).all(), columns)
+        read = _rows((await session.execute(stmt)).all(), columns)
+        whole = _WHOLE.get(section)
+        out[section] = [whole(r) for r in read] if whole is not None else read
+    completions = {c["id"]: c["completion"] for c in out["calls"]}
+    for node in out["nodes"]:
+        call = plan_call(node["plan"])
+        if call is not None and call in completions:
+            node["plan"] = whole_plan(node["plan"], completions[call])
     return out
 
 
@@ -164,8 +186,15 @@ async def insert_task(session: AsyncSession, task_id: str, tenant: str,
         {**r, "id": renamed[str(r["id"])],
          "deadline_at": r.get("deadline_at") if r.get("status") != "pending" else None}
         for r in approvals]}
+    calls: dict[Any, dict[str, int]] = {}  # node -> {completion: the last such call's id}
+    for call in sorted(document["calls"], key=lambda c: c["id"]):
+        calls.setdefault(call["node_id"], {})[call["completion"]] = call["id"]
+    sections["nodes"] = [{**n, "plan": stored_plan(n.get("plan"), calls.get(n["id"], {}))}
+                         for n in document["nodes"]]
     for section in ("nodes", "steps", "calls", "events", "approvals"):
-        rows = [{**r, "task_id": task_id} for r in sections[section]]
+        stored = _STORED.get(section)
+        rows = [{**(stored(r) if stored is not None else r), "task_id": task_id}
+                for r in sections[section]]
         if rows:
             await session.execute(insert(SECTIONS[section]), rows)
 

@@ -41,6 +41,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapt.engine.tree import Node
+from adapt.store.elided import call_request_model, read_monitor, step_text
 from adapt.store.models import EventRow, LLMCallRow, StepRow
 from adapt.store.packing import pack, unpack
 
@@ -406,7 +407,8 @@ async def _calls(session: AsyncSession, task_id: str, ids: list[int]
     if not ids:
         return {}
     wanted = set(ids)
-    columns = [getattr(LLMCallRow, f) for f in _CALL_FIELDS]
+    columns = [call_request_model(LLMCallRow.request_model, LLMCallRow.model)
+               if f == "request_model" else getattr(LLMCallRow, f) for f in _CALL_FIELDS]
     low, high = min(wanted), max(wanted)  # calls are numbered in time order, like events
     which = (LLMCallRow.id.between(low, high) if high - low < 4 * len(wanted) + RANGE_SLACK
              else LLMCallRow.id.in_(sorted(wanted)))
@@ -417,6 +419,7 @@ async def _calls(session: AsyncSession, task_id: str, ids: list[int]
         if r[0] in wanted:
             call = dict(zip(_CALL_FIELDS, r, strict=True))
             call["stop"] = call["stop"] or []
+            call["monitor"] = read_monitor(call["monitor"])
             calls = (call.pop("response") or {}).get("tool_calls")  # kept with the response
             out[int(call["id"])] = {**call, "prompt": None, "messages": None, "tools": None,
                                     "tool_calls": calls or None}
@@ -429,7 +432,8 @@ async def _steps(session: AsyncSession, task_id: str, refs: list[tuple[int, int]
         return {}
     wanted = set(refs)
     nodes = {node_id for node_id, _ in wanted}
-    columns = [getattr(StepRow, f) for f in _STEP_FIELDS]
+    columns = [step_text(StepRow.text, StepRow.raw) if f == "text" else getattr(StepRow, f)
+               for f in _STEP_FIELDS]
     low, high = min(nodes), max(nodes)
     which = (StepRow.node_id.between(low, high) if high - low < 4 * len(nodes) + RANGE_SLACK
              else StepRow.node_id.in_(sorted(nodes)))  # far apart: name them

@@ -14,6 +14,7 @@ from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession
 
 from adapt.envs.journal import RecordedStep
+from adapt.store.elided import step_text
 from adapt.store.event_log import ROW, expand
 from adapt.store.models import EventRow, StepRow, Task
 
@@ -51,8 +52,8 @@ async def split_steps(session: AsyncSession, task_id: str, calls: int | None
     events = [(type_, payload) for row in stored for _, type_, _, _, payload in expand(*row)
               if type_ in ("step", "llm_call")]
     rows = (await session.execute(
-        select(StepRow.node_id, StepRow.index, StepRow.kind, StepRow.text,
-               StepRow.observation, StepRow.reward, StepRow.done)
+        select(StepRow.node_id, StepRow.index, StepRow.kind,
+               step_text(StepRow.text, StepRow.raw).label("text"), StepRow.observation, StepRow.reward, StepRow.done)
         .where(StepRow.task_id == task_id))).all()
     by_ref: dict[tuple[int, int], Any] = {(int(r[0]), int(r[1])): r for r in rows}
     before: list[RecordedStep] = []

@@ -26,17 +26,31 @@ from sqlalchemy import (
     Text,
     TypeDecorator,
     UniqueConstraint,
+    event,
+    select,
     text,
 )
 from sqlalchemy import false as sa_false
 from sqlalchemy.dialects.postgresql import JSONB
 from sqlalchemy.engine import Dialect
-from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+from sqlalchemy.orm import DeclarativeBase, Mapped, column_property, mapped_column
+from sqlalchemy.orm.attributes import set_committed_value
 
 # the engine's vocabulary (defined there once), re-exported for older importers
 from adapt.engine.tree import FINAL_STATUSES as FINAL_STATUSES
 from adapt.engine.tree import TASK_STATUSES as TASK_STATUSES
 from adapt.engine.tree import UsageTotals
+from adapt.store.elided import (
+    RAW_CALL,
+    plan_call,
+    read_monitor,
+    read_request_model,
+    read_text,
+    stored_monitor,
+    stored_request_model,
+    stored_text,
+    whole_plan,
+)
 
 JSONType = JSON().with_variant(JSONB(), "postgresql")
 
@@ -85,7 +99,8 @@ class Task(Base):
     )
 
     id: Mapped[str] = mapped_column(String(32), primary_key=True)
-    tenant: Mapped[str] = mapped_column(String(128), index=True)
+    #: (no index of its own since 0021: every index above starts with it)
+    tenant: Mapped[str] = mapped_column(String(128))
     status: Mapped[str] = mapped_column(String(32), default="queued")
     environment: Mapped[str] = mapped_column(String(128))
     environment_config: Mapped[dict[str, Any]] = mapped_column(JSONType, default=dict)
@@ -215,7 +230,9 @@ class StepRow(Base):
     index: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=False)
     kind: Mapped[str] = mapped_column(String(16))
     raw: Mapped[str] = mapped_column(Text)
-    text: Mapped[str] = mapped_column(Text)
+    #: NULL when it equals ``raw`` (0021): a loaded row has it whole, a query of columns reads
+    #: ``adapt.store.elided.step_text``
+    text: Mapped[str] = mapped_column(Text, nullable=True)
     observation: Mapped[str] = mapped_column(Text)
     reward: Mapped[float] = mapped_column(Float, default=0.0)
     done: Mapped[bool] = mapped_column(Boolean, default=False)
@@ -234,7 +251,9 @@ class LLMCallRow(Base):
     node_id: Mapped[int | None] = mapped_column(Integer)
     role: Mapped[str] = mapped_column(String(32))
     model: Mapped[str] = mapped_column(Text)
-    #: the model asked for (``model``: the one the response named); None before 0012
+    #: the model asked for (``model``: the one the response named); None before 0012.
+    #: Stored ``''`` when it equals ``model`` (0021): a loaded row has it whole, a query of
+    #: columns reads ``adapt.store.elided.call_request_model``
     request_model: Mapped[str | None] = mapped_column(Text)
     simulated: Mapped[bool] = mapped_column(Boolean, default=False)
     #: the prompt, inline: rows written before prompts were stored as blocks (0010) only
@@ -258,6 +277,7 @@ class LLMCallRow(Base):
     latency_s: Mapped[float] = mapped_column(Float, default=0.0)
     cost_usd: Mapped[float | None] = mapped_column(Float)
     #: the decoding monitor's record: validations, violations, corrections, what it fixed
+    #: (``[]``: a check that found nothing, since 0021: a loaded row has it whole)
     monitor: Mapped[dict[str, Any] | None] = mapped_column(JSONType)
     #: provider errors (429/5xx/timeouts) retried before this call was answered
     retries: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
@@ -269,6 +289,77 @@ class LLMCallRow(Base):
         """The tools the model called (kept in ``response``: ``adapt.store.responses``)."""
         calls = (self.response or {}).get("tool_calls")
         return calls if isinstance(calls, list) and calls else None
+
+
+# -- values stored once (``adapt.store.elided``): loaded whole, written through the ORM whole --
+#: the completion of the call a stored plan names (``adapt.store.elided.plan_call``): loaded
+#: with the node (one index lookup, only for a plan that names a call), so that a loaded node
+#: has its plan whole
+NodeRow.plan_raw = column_property(
+    select(LLMCallRow.completion)
+    .where(LLMCallRow.task_id == NodeRow.task_id,
+           LLMCallRow.id == NodeRow.plan[RAW_CALL].as_integer())
+    .correlate_except(LLMCallRow).scalar_subquery())
+
+
+@event.listens_for(NodeRow, "load")
+@event.listens_for(NodeRow, "refresh")
+def _whole_node(row: NodeRow, *_: Any) -> None:
+    """A loaded node has its whole plan."""
+    loaded = row.__dict__
+    raw = loaded.get("plan_raw")
+    if raw is not None and plan_call(loaded.get("plan")) is not None:
+        set_committed_value(row, "plan", whole_plan(loaded["plan"], raw))
+
+
+@event.listens_for(StepRow, "load")
+@event.listens_for(StepRow, "refresh")
+def _whole_step(row: StepRow, *_: Any) -> None:
+    """A loaded step has its whole text; set as loaded, not as a change."""
+    loaded = row.__dict__
+    if loaded.get("text", "") is None and "raw" in loaded:
+        set_committed_value(row, "text", read_text(None, loaded["raw"]))
+
+
+@event.listens_for(LLMCallRow, "load")
+@event.listens_for(LLMCallRow, "refresh")
+def _whole_call(row: LLMCallRow, *_: Any) -> None:
+    """A loaded call has its whole request model."""
+    loaded = row.__dict__
+    if "request_model" in loaded and "model" in loaded:
+        set_committed_value(row, "request_model",
+                            read_request_model(loaded["request_model"], loaded["model"]))
+    if "monitor" in loaded:
+        set_committed_value(row, "monitor", read_monitor(loaded["monitor"]))
+
+
+@event.listens_for(StepRow, "before_insert")
+@event.listens_for(StepRow, "before_update")
+def _store_step(_mapper: Any, _connection: Any, row: StepRow) -> None:
+    """A step written through the ORM is stored as the sink stores it (and stays whole)."""
+    if "text" in row.__dict__ and "raw" in row.__dict__:
+        row.text = stored_text(row.text, row.raw)  # type: ignore[assignment]
+
+
+@event.listens_for(LLMCallRow, "before_insert")
+@event.listens_for(LLMCallRow, "before_update")
+def _store_call(_mapper: Any, _connection: Any, row: LLMCallRow) -> None:
+    if "model" in row.__dict__:
+        row.request_model = stored_request_model(row.__dict__.get("request_model"), row.model)
+    if "monitor" in row.__dict__:
+        row.monitor = stored_monitor(row.monitor)
+
+
+@event.listens_for(StepRow, "after_insert")
+@event.listens_for(StepRow, "after_update")
+def _stored_step(_mapper: Any, _connection: Any, row: StepRow) -> None:
+    _whole_step(row)
+
+
+@event.listens_for(LLMCallRow, "after_insert")
+@event.listens_for(LLMCallRow, "after_update")
+def _stored_call(_mapper: Any, _connection: Any, row: LLMCallRow) -> None:
+    _whole_call(row)
 
 
 class PromptBlock(Base):

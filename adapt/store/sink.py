@@ -48,10 +48,12 @@ from adapt.engine.events import (
     TaskFinished,
     TreeSink,
 )
+from adapt.engine.tree import LLMCall
 from adapt.store.attempt import AttemptControl
 from adapt.store.batch import Batch, refused_for_a_block
 from adapt.store.batch_group import write_grouped
 from adapt.store.batch_sqlite import write_sqlite
+from adapt.store.elided import stored_monitor, stored_plan, stored_request_model, stored_text
 from adapt.store.event_log import compact
 from adapt.store.models import utcnow
 from adapt.store.prompts import PromptWriter, encode, known_blocks
@@ -107,12 +109,17 @@ class DbSink(TreeSink):
         #: every node's snapshot in its latest event (what the next ``node.updated`` is
         #: stored against: ``adapt.store.event_log``)
         self._nodes: dict[int, dict[str, Any]] = {}
+        #: each node's latest LLM call: {completion: id} (a plan whose raw is its completion
+        #: names it instead of holding it: ``adapt.store.elided``)
+        self._last_call: dict[int, dict[str, int]] = {}
 
     async def emit(self, event: Event) -> None:
         self.ordinal += 1
         if self.ordinal <= self.skip:
             if isinstance(event, NodeCreated | NodeUpdated):  # stored: later events build on it
                 self._nodes[event.node.id] = event.node.model_dump(mode="json")
+            elif isinstance(event, LLMCallMade):
+                self._called(event.call)
             elif isinstance(event, TaskFinished):
                 self.ended_in_replay = event
             return
@@ -132,6 +139,9 @@ class DbSink(TreeSink):
             # the event log keeps what changed since the node's previous event
             payload = compact(event.type, {"node": node}, self._nodes.get(event.node.id))
             self._nodes[event.node.id] = node
+            if node["plan"] is not None:  # the row's plan may name the call that wrote it
+                plan = stored_plan(node["plan"], self._last_call.get(event.node.id, {}))
+                node = {**node, "plan": plan} if plan is not node["plan"] else node
             if isinstance(event, NodeCreated) or event.node.id in b.created:
                 b.created[event.node.id] = node
             else:
@@ -139,9 +149,11 @@ class DbSink(TreeSink):
         elif isinstance(event, StepAppended):
             step = event.step.model_dump(mode="json")
             payload = compact(event.type, {"step": step}, None)  # names the step's row
-            b.steps.append(step)
+            # its text once when it is its raw (``adapt.store.elided``)
+            b.steps.append({**step, "text": stored_text(step["text"], step["raw"])})
         elif isinstance(event, LLMCallMade):
             call = event.call
+            self._called(call)
             # the event names the call's row (its prompt is stored once, as blocks)
             # (its tools are stored with its prompt, its tool calls with its response)
             data = call.model_dump(mode="json",
@@ -157,7 +169,8 @@ class DbSink(TreeSink):
                         else {"text": call.completion})
             b.calls.append({
                 "id": call.id, "node_id": call.node_id, "role": call.role,
-                "model": call.model, "request_model": call.request_model,
+                "model": call.model,
+                "request_model": stored_request_model(call.request_model, call.model),
                 "simulated": call.simulated, "prompt_ref": ref,
                 "chat": bool(call.messages),
                 "stop": call.stop, "request_fingerprint": event.request_fingerprint,
@@ -165,7 +178,8 @@ class DbSink(TreeSink):
                 "prompt_tokens": call.prompt_tokens,
                 "completion_tokens": call.completion_tokens,
                 "usage_estimated": call.usage_estimated, "latency_s": call.latency_s,
-                "cost_usd": call.cost_usd, "monitor": call.monitor, "retries": call.retries,
+                "cost_usd": call.cost_usd, "monitor": stored_monitor(call.monitor),
+                "retries": call.retries,
             })
         elif isinstance(event, TaskFinished):
             r = event.result
@@ -177,6 +191,10 @@ class DbSink(TreeSink):
         node_id = event.node.id if isinstance(event, NodeCreated | NodeUpdated) else None
         b.events.append({"type": event.type, "payload": payload, "ordinal": self.ordinal,
                          "node_id": node_id})
+
+    def _called(self, call: LLMCall) -> None:
+        if call.node_id is not None:
+            self._last_call[call.node_id] = {call.completion: call.id}
 
     async def flush(self) -> None:
         """Write what is buffered, and wait for it (and for any earlier write)."""

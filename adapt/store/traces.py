@@ -14,6 +14,7 @@ from sqlalchemy import Float, case, cast, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine.tree import FINAL_STATUSES
+from adapt.store.elided import SAME_MODEL
 from adapt.store.event_log import StoredEvent, read_events
 from adapt.store.models import Counter, EventRow, LLMCallRow, Task
 from adapt.store.prompts import StoredPrompt, call_prompts
@@ -149,8 +150,9 @@ async def genai_histograms(session: AsyncSession,
     selects), grouped by operation (``chat`` when the call sent chat messages, else
     ``text_completion``) and requested model: one statement."""
     operation = case((LLMCallRow.chat.is_(True), "chat"), else_="text_completion")
-    # the model asked for (gen_ai.request.model); rows from before 0012 know the response's only
-    model = func.coalesce(LLMCallRow.request_model, LLMCallRow.model)
+    # the model asked for (gen_ai.request.model): stored '' when it is the model that answered;
+    # rows from before 0012 know the response's only
+    model = func.coalesce(func.nullif(LLMCallRow.request_model, SAME_MODEL), LLMCallRow.model)
     latency = cast(LLMCallRow.latency_s, Float)
     n_tok, n_dur = len(TOKEN_BUCKETS), len(DURATION_BUCKETS)
     rows = (await session.execute(

@@ -30,7 +30,7 @@ def test_pending_on_an_empty_database(tmp_path) -> None:  # type: ignore[no-unty
     assert pending(f"sqlite:///{tmp_path / 'empty.db'}") == ["0001", "0002", "0003", "0004", "0005", "0006", "0007",
                                                       "0008", "0009", "0010", "0011",
                                                       "0012", "0013", "0014", "0015", "0016", "0017",
-                                                      "0018", "0019", "0020"]
+                                                      "0018", "0019", "0020", "0021"]
 
 
 def test_upgrade_from_0001_keeps_rows_and_adds_the_monitor_column(tmp_path) -> None:  # type: ignore[no-untyped-def]
@@ -553,5 +553,173 @@ def test_0020_rows_of_several_events_split_on_downgrade_and_rows_of_one_read_as_
             command.upgrade(cfg, "head")
             assert read(url, task_id) == expected
             assert read(url, task_id, 7) == expected[7:]
+        finally:
+            engine.dispose()
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgres"])
+def test_0021_values_stored_once_read_the_same_and_the_downgrade_writes_them_whole(
+        backend: str, tmp_path: Path) -> None:
+    """The upgrade rewrites no row (expand/contract): rows written at 0020 (a call that
+    recorded no request model, a step whose text is not its raw, a monitor record of floats)
+    are stored and read as they were. A task stored at head (step texts, request models, clean
+    monitor records and plans' raws stored once) reads the same through the event log, the
+    archive, replay, the journal and the node detail after a downgrade to 0020 (every value
+    whole, as that code reads them) and an upgrade again."""
+    import asyncio
+
+    from alembic import command
+    from sqlalchemy import inspect
+
+    from adapt.store import archive, queries
+    from adapt.store.db import create_engine as create_async_engine
+    from adapt.store.db import session_factory
+    from adapt.store.event_log import read_events
+    from adapt.store.journal import split_steps
+    from adapt.store.migrate import alembic_config
+    from adapt.store.sink import DbSink
+    from adapt.store.task_rows import replay_material_in
+    from benchmarks.perfkit import OWNER, leased_task, run_textcraft
+
+    async def run(url: str) -> str:
+        engine = create_async_engine(url)
+        try:
+            sessions = session_factory(engine)
+            task_id, attempt = await leased_task(sessions, 5)
+            await run_textcraft(5, DbSink(sessions, task_id, attempt, OWNER))
+        finally:
+            await engine.dispose()
+        return task_id
+
+    def views(url: str, task_id: str) -> dict[str, object]:
+        async def go() -> dict[str, object]:
+            engine = create_async_engine(url)
+            try:
+                async with session_factory(engine)() as session:
+                    events = await read_events(session, task_id, 0, None)
+                    document = await archive.read_task(session, task_id)
+                    replay = await replay_material_in(session, task_id)
+                    journal = await split_steps(session, task_id, 3)
+            finally:
+                await engine.dispose()
+            return {"events": [(e.seq, e.type, e.data) for e in events],
+                    "archive": document, "replay": replay, "journal": journal}
+        return asyncio.run(go())
+
+    def node_views(url: str, task_id: str) -> list[tuple[int, object]]:
+        """The plans the node detail shows (through ``queries.get_node``, or the rows as
+        they are stored, whole, at 0020)."""
+        async def go() -> list[tuple[int, object]]:
+            engine = create_async_engine(url)
+            try:
+                async with session_factory(engine)() as session:
+                    ids = (await session.execute(text(
+                        "SELECT id FROM nodes WHERE task_id = :t ORDER BY id"),
+                        {"t": task_id})).scalars().all()
+                    out = []
+                    for node_id in ids:
+                        if pending(url):  # below head: the columns as stored
+                            plan = (await session.execute(text(
+                                "SELECT plan FROM nodes WHERE task_id = :t AND id = :n"),
+                                {"t": task_id, "n": node_id})).scalar_one()
+                            plan = json.loads(plan) if isinstance(plan, str) else plan
+                        else:
+                            row = await queries.get_node(session, task_id, node_id)
+                            plan = row.plan if row is not None else None
+                        out.append((int(node_id), plan))
+            finally:
+                await engine.dispose()
+            return out
+        return asyncio.run(go())
+
+    def stored(conn: object, sql: str) -> list[tuple[object, ...]]:
+        rows = conn.execute(text(sql)).all()  # type: ignore[attr-defined]
+        return [tuple(json.loads(v) if isinstance(v, str) and v[:1] in ("{", "[") else v
+                      for v in row) for row in rows]
+
+    clean = {"validations": 1, "violations": 0, "corrections": 0}
+    floats = {"validations": 1.0, "violations": 0, "corrections": 0}
+    with _old_db(backend, tmp_path) as url:
+        cfg = alembic_config(url)
+        command.upgrade(cfg, "0020")
+        engine = create_engine(_sync_url(url))
+        try:
+            with engine.begin() as conn:  # rows as the code of 0020 wrote them
+                conn.execute(text(
+                    "INSERT INTO tasks (id, tenant, status, environment, environment_config, "
+                    "strategy, profile, d_max, run_config, executor_model, planner_model, "
+                    "executor_simulated, planner_simulated, llm_calls, prompt_tokens, "
+                    "completion_tokens, nodes_count, max_depth, cancel_requested, attempt, "
+                    "last_seq, created_at, updated_at) VALUES ('old', 'x', 'succeeded', "
+                    "'textcraft', '{}', 'adapt', 'default', 3, '{}', 'sim:a', 'sim:a', true, "
+                    "true, 3, 0, 0, 1, 1, false, 1, 0, :now, :now)"), {"now": "2026-01-01"})
+                conn.execute(text(
+                    "INSERT INTO nodes (task_id, id, position, depth, kind, goal, status, "
+                    "steps_count, usage, updated_at) VALUES ('old', 1, 0, 1, 'task', 'g', "
+                    "'succeeded', 2, '{}', :now)"), {"now": "2026-01-01"})
+                for index, raw, text_ in ((1, "get 1 log", "get 1 log"),
+                                          (2, "> get 1 log", "get 1 log")):
+                    conn.execute(text(
+                        'INSERT INTO steps (task_id, node_id, "index", kind, raw, text, '
+                        "observation, reward, done) VALUES ('old', 1, :i, 'action', :raw, "
+                        ":text, 'ok', 0, false)"), {"i": index, "raw": raw, "text": text_})
+                for call_id, asked, monitor in ((1, None, clean), (2, "sim:a", floats),
+                                                (3, "sim:b", None)):
+                    conn.execute(text(
+                        "INSERT INTO llm_calls (task_id, id, node_id, role, model, "
+                        "request_model, simulated, stop, request_fingerprint, response, "
+                        "completion, prompt_tokens, completion_tokens, usage_estimated, "
+                        "latency_s, retries, attempt, created_at, monitor) VALUES ('old', :id, "
+                        "1, 'executor', 'sim:a', :asked, true, '[]', 'f', '{}', 'c', 0, 0, "
+                        "false, 0, 0, 1, :now, :monitor)"),
+                        {"id": call_id, "asked": asked, "now": "2026-01-01",
+                         "monitor": None if monitor is None else json.dumps(monitor)})
+            old_rows = ("SELECT s.text, c.request_model, c.monitor FROM llm_calls c "
+                        "LEFT JOIN steps s ON s.task_id = c.task_id AND s.\"index\" = c.id "
+                        "WHERE c.task_id = 'old' ORDER BY c.id")
+            with engine.connect() as conn:
+                at_0020 = stored(conn, old_rows)
+            command.upgrade(cfg, "head")
+            assert "ix_tasks_tenant" not in {i["name"] for i in inspect(engine).get_indexes(
+                "tasks")}
+            with engine.connect() as conn:
+                assert stored(conn, old_rows) == at_0020  # as they were
+            old = views(url, "old")
+            assert [c["request_model"] for c in old["archive"]["calls"]] == [  # type: ignore[index]
+                None, "sim:a", "sim:b"]
+            assert [c["monitor"] for c in old["archive"]["calls"]] == [  # type: ignore[index]
+                clean, floats, None]
+            assert [s["text"] for s in old["archive"]["steps"]] == [  # type: ignore[index]
+                "get 1 log", "get 1 log"]
+
+            task_id = asyncio.run(run(url))
+            expected = views(url, task_id)
+            with engine.connect() as conn:
+                once = conn.execute(text(
+                    "SELECT count(*) FROM steps WHERE text IS NULL")).scalar_one()
+                plans = stored(conn, f"SELECT plan FROM nodes WHERE task_id = '{task_id}' "
+                                     "AND plan IS NOT NULL")
+            assert once > 0
+            assert plans and all("raw" not in p and "raw_call" in p for (p,) in plans)
+            node_detail = node_views(url, task_id)
+            command.downgrade(cfg, "0020")
+            assert "ix_tasks_tenant" in {i["name"] for i in inspect(engine).get_indexes("tasks")}
+            with engine.connect() as conn:
+                assert stored(conn, old_rows) == at_0020
+                whole = stored(conn, "SELECT count(*), count(text), "
+                               "sum(CASE WHEN text = raw THEN 1 ELSE 0 END) FROM steps")
+                assert whole[0][0] == whole[0][1] == whole[0][2] + 1  # (the old one's step 2)
+                calls = stored(conn, f"SELECT model, request_model, monitor FROM llm_calls "
+                                     f"WHERE task_id = '{task_id}'")
+            assert calls and all(m == r and mon == clean for m, r, mon in calls)
+            with engine.connect() as conn:
+                plans = stored(conn, f"SELECT plan FROM nodes WHERE task_id = '{task_id}' "
+                                     "AND plan IS NOT NULL")
+            assert plans and all("raw" in p and "raw_call" not in p for (p,) in plans)
+            assert node_views(url, task_id) == node_detail  # as the code of 0020 reads it
+            command.upgrade(cfg, "head")
+            assert views(url, task_id) == expected  # whole now, read the same
+            assert node_views(url, task_id) == node_detail
+            assert views(url, "old") == old
         finally:
             engine.dispose()
