@@ -2,21 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
-import pytest
-from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
-
 from adapt.store import api_keys
-from adapt.store.db import create_engine, session_factory
 from adapt.store.models import utcnow
-
-
-@pytest.fixture
-async def sessions(database_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    engine = create_engine(database_url)
-    yield session_factory(engine)
-    await engine.dispose()
 
 
 async def test_keys_from_insert_to_revoke(sessions) -> None:  # type: ignore[no-untyped-def]

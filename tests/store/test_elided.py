@@ -5,7 +5,6 @@ resumed environment replays. SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -15,7 +14,6 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from adapt.engine.events import FanoutSink, LLMCallMade, MemorySink, NodeUpdated, StepAppended
 from adapt.engine.tree import LLMCall, Step
 from adapt.store import archive, queries
-from adapt.store.db import create_engine, session_factory
 from adapt.store.elided import (
     CLEAN_CHECK,
     read_monitor,
@@ -30,13 +28,6 @@ from adapt.store.journal import split_steps
 from adapt.store.models import LLMCallRow, NodeRow, StepRow
 from adapt.store.sink import DbSink
 from benchmarks.perfkit import OWNER, leased_task, run_textcraft
-
-
-@pytest.fixture
-async def sessions(database_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    engine = create_engine(database_url)
-    yield session_factory(engine)
-    await engine.dispose()
 
 
 # -- the values -------------------------------------------------------------------------------

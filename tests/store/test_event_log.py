@@ -6,7 +6,6 @@ PostgreSQL."""
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -14,18 +13,10 @@ from sqlalchemy import delete, insert, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine.events import Event, FanoutSink, LLMCallMade, MemorySink, TaskFinished
-from adapt.store.db import create_engine, session_factory
 from adapt.store.event_log import ROW, SEVERAL_NODES, NodeStates, expand, read_events, whole_node
 from adapt.store.models import EventRow, utcnow
 from adapt.store.sink import DbSink
 from benchmarks.perfkit import OWNER, leased_task, run_textcraft
-
-
-@pytest.fixture
-async def sessions(database_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    engine = create_engine(database_url)
-    yield session_factory(engine)
-    await engine.dispose()
 
 
 def whole(event: Event) -> dict[str, Any]:

@@ -5,10 +5,8 @@ export/import round-trips."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
-import pytest
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine.experience import (
@@ -20,7 +18,6 @@ from adapt.engine.experience import (
     goal_key,
 )
 from adapt.store import library
-from adapt.store.db import create_engine, session_factory
 from adapt.store.library import DbLibrary
 from adapt.store.models import utcnow
 
@@ -33,12 +30,6 @@ def learned(goal: str = GOAL, actions: tuple[str, ...] = ACTIONS, node: int = 2,
             key: str = KEY) -> Learned:
     return Learned("textcraft", goal, key, actions, node, "sim:textcraft", True)
 
-
-@pytest.fixture
-async def sessions(database_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    engine = create_engine(database_url)
-    yield session_factory(engine)
-    await engine.dispose()
 
 
 async def test_learn_use_fail_and_drop(sessions: async_sessionmaker[AsyncSession]) -> None:

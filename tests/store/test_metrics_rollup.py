@@ -4,24 +4,15 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import timedelta
 from typing import Any
 
-import pytest
 from sqlalchemy import delete, func, select, update
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.store import metrics, task_rows
 from adapt.store.db import create_engine, session_factory
 from adapt.store.models import LLMCallRow, NodeRow, Task, utcnow
-
-
-@pytest.fixture
-async def sessions(database_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    engine = create_engine(database_url)
-    yield session_factory(engine)
-    await engine.dispose()
 
 
 async def add_task(sessions: async_sessionmaker[AsyncSession], task_id: str, status: str, *,

@@ -4,8 +4,6 @@ replay gets every recorded response whole."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-
 import pytest
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
@@ -13,19 +11,11 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from adapt.engine.events import FanoutSink, LLMCallMade, MemorySink, NodeCreated, TaskFinished
 from adapt.engine.tree import LLMCall, Node, TaskResult
 from adapt.llm.base import ChatResponse, Usage
-from adapt.store.db import create_engine, session_factory
 from adapt.store.models import LLMCallRow, PromptBlock
 from adapt.store.prompts import call_prompts, decode, encode, paragraphs
 from adapt.store.sink import DbSink
 from adapt.store.task_rows import replay_material
 from benchmarks.perfkit import OWNER, leased_task, run_textcraft
-
-
-@pytest.fixture
-async def sessions(database_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    engine = create_engine(database_url)
-    yield session_factory(engine)
-    await engine.dispose()
 
 
 def test_documents_round_trip() -> None:

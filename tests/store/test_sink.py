@@ -5,7 +5,6 @@ the attempt before its next call. SQLite and PostgreSQL."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -21,13 +20,6 @@ from adapt.store.event_log import ROW, expand
 from adapt.store.models import EventRow, LLMCallRow, Task
 from adapt.store.sink import DbSink
 from benchmarks.perfkit import OWNER, leased_task
-
-
-@pytest.fixture
-async def sessions(database_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    engine = create_engine(database_url)
-    yield session_factory(engine)
-    await engine.dispose()
 
 
 def answered(i: int) -> LLMCallMade:

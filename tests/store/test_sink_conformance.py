@@ -16,7 +16,6 @@ from adapt.engine.sinktesting import CHECKS, SinkCase, check_sink
 from adapt.engine.tree import Node
 from adapt.service.errors import LeaseLost
 from adapt.store.attempt import AttemptControl
-from adapt.store.db import create_engine, session_factory
 from adapt.store.models import Task
 from adapt.store.sink import DbSink
 from tests.sinkcases import (
@@ -28,13 +27,6 @@ from tests.sinkcases import (
     otel_sink,
     webhook_sink_cases,
 )
-
-
-@pytest.fixture
-async def sessions(database_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    engine = create_engine(database_url)
-    yield session_factory(engine)
-    await engine.dispose()
 
 
 async def test_the_database_sink_conforms(sessions: async_sessionmaker[AsyncSession]) -> None:

@@ -4,23 +4,14 @@ conditions (issue 36: deep pages and no-match filters cost the same at any size)
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
-import pytest
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.store import queries
 from adapt.store.db import create_engine, session_factory
 from adapt.store.models import Task, utcnow
-
-
-@pytest.fixture
-async def sessions(database_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    engine = create_engine(database_url)
-    yield session_factory(engine)
-    await engine.dispose()
 
 
 async def add_tasks(sessions: async_sessionmaker[AsyncSession]) -> list[Task]:

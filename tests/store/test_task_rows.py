@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from datetime import timedelta
 
 import pytest
@@ -13,19 +12,12 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from adapt.engine.events import FinishedData
 from adapt.store import task_rows as tasks
 from adapt.store.batch import Batch
-from adapt.store.db import create_engine, session_factory
 from adapt.store.event_log import ROW, expand
 from adapt.store.models import EventRow, NodeRow, Task, utcnow
 from adapt.store.sink import WRITERS
 
 OWNER, OTHER = "host:1:a", "host:2:b"
 
-
-@pytest.fixture
-async def sessions(database_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    engine = create_engine(database_url)
-    yield session_factory(engine)
-    await engine.dispose()
 
 
 async def new_task(sessions: async_sessionmaker[AsyncSession], task_id: str = "t1",

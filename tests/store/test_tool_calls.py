@@ -5,17 +5,14 @@ and documents written before tools read as they did."""
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
 from typing import Any
 
-import pytest
 from sqlalchemy import select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from adapt.engine.events import LLMCallMade, NodeCreated
 from adapt.engine.tree import LLMCall, Node
 from adapt.llm.base import ChatResponse, ToolCall, Usage
-from adapt.store.db import create_engine, session_factory
 from adapt.store.event_log import read_events
 from adapt.store.models import LLMCallRow
 from adapt.store.prompts import call_prompts, decode, encode, stored
@@ -60,12 +57,6 @@ def test_a_row_written_before_tools_reads_without_tool_calls() -> None:
     old = full_response({"finish_reason": "stop"}, columns)
     assert ChatResponse.model_validate(old).tool_calls is None
 
-
-@pytest.fixture
-async def sessions(database_url: str) -> AsyncIterator[async_sessionmaker[AsyncSession]]:
-    engine = create_engine(database_url)
-    yield session_factory(engine)
-    await engine.dispose()
 
 
 async def test_a_tool_calling_call_is_stored_and_read_back_whole(
