@@ -191,7 +191,8 @@ class GroupWriter:
 
     async def _alone(self, write: _Write) -> None:
         try:
-            row = await _write_one(self.engine, write)
+            row = await write_postgres(self.engine, write.task_id, write.attempt, write.owner,
+                                       write.batch, write.values, write.now)
         except Exception as exc:  # the write's own outcome
             if not write.done.done():
                 write.done.set_exception(exc)
@@ -217,11 +218,6 @@ class GroupWriter:
         for k, write in enumerate(group, start=1):
             if not write.done.done():
                 write.done.set_result(found.get(k))
-
-
-async def _write_one(engine: AsyncEngine, w: _Write) -> tuple[int, bool] | None:
-    return await write_postgres(engine, w.task_id, w.attempt, w.owner, w.batch,
-                                    w.values, w.now)
 
 
 def _join(parts: list[bytes]) -> str:
