@@ -434,14 +434,18 @@ async def mark_due(
     """Ids of running tasks whose lease expired before ``now`` and (unless ``queued`` is
     false) of queued tasks untouched for ``queued_grace`` seconds, oldest first, at most
     ``limit``; marks them (``updated_at = now``) so that concurrent sweepers do not hand out
-    the same task again within ``queued_grace``."""
+    the same task again within ``queued_grace``. The rows are locked in id order, as a group
+    write or a lease renewal locks them: a live attempt's write may land on a row whose lease
+    has just expired, and rows locked oldest first could wait on it in a cycle."""
     due = _due(now, queued_grace, queued)
     candidates = select(Task.id).where(due).order_by(Task.created_at).limit(limit)
+    in_order = (select(Task.id).where(Task.id.in_(candidates.scalar_subquery()), due)
+                .order_by(Task.id).with_for_update())
     stmt = (
-        # ``due`` is repeated outside the subquery so that PostgreSQL re-checks it on rows
+        # ``due`` is repeated outside the subqueries so that PostgreSQL re-checks it on rows
         # another sweeper updated concurrently (READ COMMITTED re-evaluates the outer WHERE)
         update(Task)
-        .where(Task.id.in_(candidates.scalar_subquery()), due)
+        .where(Task.id.in_(in_order.scalar_subquery()), due)
         .values(updated_at=now)
         .returning(Task.id, Task.created_at)
         .execution_options(synchronize_session=False)

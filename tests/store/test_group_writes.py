@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from datetime import timedelta
 from typing import Any
 
 import pytest
-from sqlalchemy import select
+from sqlalchemy import select, update
 from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
@@ -212,3 +213,79 @@ async def test_group_writes_and_lease_renewals_never_deadlock(sessions, monkeypa
     assert await renewer > 0
     assert writer.fallbacks == fallbacks  # no group statement failed (e.g. in a deadlock)
     assert {(await tasks.load(sessions, t)).last_seq for t in ids} == {40}  # type: ignore[union-attr]
+
+
+async def test_group_writes_and_the_sweeper_never_deadlock(sessions, monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    """The sweeper marks tasks oldest first, yet locks their rows in id order as a group write
+    does: with the oldest tasks the highest ids, hammered side by side (a live attempt may
+    still write after its lease expired), neither fails."""
+    monkeypatch.setattr(batch_group, "IN_FLIGHT", 4)
+    engine = sessions.kw["bind"]
+    ids = [f"t{i:02d}" for i in range(24)]
+    for t in reversed(ids):  # stored (and scanned) highest id first
+        await _claimed(sessions, t)
+    start = utcnow()
+    async with sessions.begin() as session:  # ages opposite to ids; every lease expired
+        for i, t in reversed(list(enumerate(ids))):
+            await session.execute(update(Task).where(Task.id == t).values(
+                created_at=start - timedelta(seconds=i), lease_expires_at=start,
+                updated_at=start))
+    stop = asyncio.Event()
+
+    async def sweep() -> int:
+        n = 0
+        while not stop.is_set():
+            n += 1  # each sweep a minute after the last, so every task is due again
+            due = await tasks.mark_due(sessions, start + timedelta(minutes=n),
+                                       queued_grace=1)
+            assert len(due) == len(ids)
+        return n
+
+    async def write_all(round_: int) -> None:
+        order = ids if round_ % 2 else list(reversed(ids))
+        outcomes = await asyncio.gather(*(
+            write_grouped(engine, t, 1, CLAIMER, _batch(1), TOTALS, utcnow()) for t in order))
+        assert None not in outcomes
+
+    writer = group_writer(engine)
+    fallbacks = writer.fallbacks
+    sweeper = asyncio.ensure_future(sweep())
+    try:
+        for round_ in range(40):
+            await write_all(round_)
+    finally:
+        stop.set()
+    assert await sweeper > 0
+    assert writer.fallbacks == fallbacks  # no group statement failed (e.g. in a deadlock)
+    assert {(await tasks.load(sessions, t)).last_seq for t in ids} == {40}  # type: ignore[union-attr]
+
+
+async def test_the_sweeper_locks_task_rows_in_id_order(sessions) -> None:  # type: ignore[no-untyped-def]
+    """With the lowest id's row held by another transaction, a sweep waits for it before it
+    locks any other row (it locks in id order), though it marks the oldest first and the
+    table is scanned highest id first: the highest id's row stays free to lock."""
+    engine = sessions.kw["bind"]
+    ids = [f"s{i:02d}" for i in range(8)]
+    for t in reversed(ids):
+        await _claimed(sessions, t)
+    start = utcnow()
+    async with sessions.begin() as session:  # the highest id the oldest; every lease expired
+        for i, t in reversed(list(enumerate(ids))):
+            await session.execute(update(Task).where(Task.id == t).values(
+                created_at=start - timedelta(seconds=i), lease_expires_at=start,
+                updated_at=start))
+
+    def lock(task_id: str, nowait: bool = False) -> Any:
+        return select(Task.id).where(Task.id == task_id).with_for_update(nowait=nowait)
+
+    async with engine.connect() as holder:
+        await holder.execute(lock(ids[0]))  # in its own transaction, held
+        sweep = asyncio.ensure_future(tasks.mark_due(sessions, start + timedelta(minutes=1),
+                                                     queued_grace=1))
+        await asyncio.sleep(0.5)  # the sweep is waiting for the held row
+        assert not sweep.done()
+        async with engine.connect() as probe:
+            await probe.execute(lock(ids[-1], nowait=True))  # raises if the sweep holds it
+            await probe.rollback()
+        await holder.rollback()
+    assert await sweep == list(reversed(ids))  # oldest first
