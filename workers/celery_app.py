@@ -131,9 +131,13 @@ async def _queue_drained() -> bool:
 
 
 def process_runtime() -> loop.WorkerRuntime:
-    """This worker process's runtime (event loop, context, sweeper), created on first use."""
-    return loop.get_runtime(_settings or Settings(), redispatch=_redispatch,
-                            include_queued=_queue_drained)
+    """This worker process's runtime (event loop, context, sweeper), created on first use,
+    with the settings' ``concurrency`` the worker's own (``--concurrency``: its threads)."""
+    settings = _settings or Settings()
+    threads = getattr(_worker, "concurrency", None)
+    if isinstance(threads, int) and threads > 0 and threads != settings.concurrency:
+        settings = settings.model_copy(update={"concurrency": threads})
+    return loop.get_runtime(settings, redispatch=_redispatch, include_queued=_queue_drained)
 
 
 # -- worker lifecycle signals ---------------------------------------------------------------

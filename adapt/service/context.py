@@ -93,7 +93,8 @@ class ServiceContext:
         remote_envs.register(settings)  # the operator's remote environments (refused: raises)
         engine = engine or create_engine(settings.database_url,
                                          pool_size=settings.db_pool_size)
-        return cls(settings, engine, session_factory(engine), ClientPool(),
+        return cls(settings, engine, session_factory(engine),
+                   ClientPool(max_connections=settings.model_connections),
                    Pricing(settings.pricing),
                    queue="embedded" if settings.embedded else settings.celery_queue,
                    telemetry=_telemetry(settings))

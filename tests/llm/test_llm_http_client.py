@@ -6,6 +6,7 @@ redirect followed (the key stays with its endpoint), the connection limit."""
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
@@ -14,7 +15,9 @@ from aiohttp import web
 
 from adapt.errors import ProviderError
 from adapt.llm import ChatRequest, ClientPool, OpenAIChatModel
+from adapt.llm.openai_compat.pool import MAX_CONNECTIONS
 from adapt.llm.transport import aiohttp_available, model_http_client, ssl_context
+from adapt.settings import MODEL_CONNECTIONS, Settings
 
 Handler = Callable[[web.Request], Awaitable[web.StreamResponse]]
 
@@ -223,3 +226,38 @@ async def test_without_the_extra_the_client_is_httpx_sharded(
         assert (await model.complete(ChatRequest(prompt="1"))).text == "httpx"
     finally:
         await pool.aclose()
+
+
+@pytest.mark.parametrize(("settings", "connections"), [
+    ({}, MODEL_CONNECTIONS), ({"concurrency": 10}, MODEL_CONNECTIONS),
+    ({"concurrency": 500}, 500), ({"concurrency": 500, "llm_max_connections": 20}, 20)])
+def test_a_process_opens_a_connection_per_task_it_runs(settings: dict[str, Any],
+                                                       connections: int) -> None:
+    assert Settings.model_validate(settings).model_connections == connections
+    assert MODEL_CONNECTIONS == MAX_CONNECTIONS  # never fewer than a pool of its own opens
+
+
+async def test_a_pool_sized_for_its_tasks_holds_a_call_of_each_in_flight(serve: Any) -> None:
+    """300 tasks' calls at once, on the pool a process of 300 tasks builds: all 300 are in
+    flight together (on 256 connections 44 would wait for a whole call: 500 tasks at 1 s ran
+    at 51 % of ideal so)."""
+    tasks = 300
+    everyone = asyncio.Event()
+
+    async def held(request: web.Request) -> web.StreamResponse:
+        if served.open >= tasks:
+            everyone.set()
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(everyone.wait(), 10)  # until every call is in flight
+        return web.json_response(chat_body("ok"))
+
+    served = await serve(held)
+    pool = ClientPool(max_connections=Settings(concurrency=tasks).model_connections)
+    try:
+        model = OpenAIChatModel("m", base_url=served.url, api_key="k", pool=pool)
+        answers = await asyncio.gather(*(model.complete(ChatRequest(prompt=str(i)))
+                                         for i in range(tasks)))
+    finally:
+        await pool.aclose()
+    assert [a.text for a in answers] == ["ok"] * tasks
+    assert served.most_open == tasks

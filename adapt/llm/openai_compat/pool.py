@@ -19,6 +19,8 @@ from adapt.llm.transport import HTTPClient, model_http_client
 
 T = TypeVar("T")
 
+#: connections a pool opens at most by default (an LLM call in flight holds one; the service
+#: sizes its pool by its concurrency: ``adapt.settings.Settings.model_connections``)
 MAX_CONNECTIONS = 256
 #: as many as may be open: with many calls in flight, closing the surplus after each answer
 #: only meant opening a new connection for the next call (idle ones expire after 5 s)
@@ -41,12 +43,14 @@ class ClientPool:
         *,
         http_client: HTTPClient | None = None,
         max_connections: int = MAX_CONNECTIONS,
-        max_keepalive_connections: int = MAX_KEEPALIVE_CONNECTIONS,
+        max_keepalive_connections: int | None = None,
     ) -> None:
         self._http: HTTPClient | None = http_client
         self._limits = httpx.Limits(
             max_connections=max_connections,
-            max_keepalive_connections=max_keepalive_connections,
+            # None: keep alive as many as may be open (see MAX_KEEPALIVE_CONNECTIONS)
+            max_keepalive_connections=max_connections if max_keepalive_connections is None
+            else max_keepalive_connections,
         )
         self._clients: dict[_PoolKey, AsyncOpenAI] = {}
 
