@@ -135,7 +135,7 @@ async def leased_task(sessions: async_sessionmaker[AsyncSession], seed: int,
                       tenant: str = "bench") -> tuple[str, int]:
     """A TextCraft task row claimed by the bench's owner: (task id, attempt)."""
     rc = RunConfig(d_max=4)
-    task_id = uuid.uuid4().hex
+    task_id = task_rows.new_id()
     async with sessions.begin() as session:
         session.add(Task(
             id=task_id, tenant=tenant, status="queued", environment="textcraft",

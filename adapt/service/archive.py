@@ -29,7 +29,6 @@ does not address its text would change other tasks' prompts). The size is the AP
 from __future__ import annotations
 
 import functools
-import uuid
 from datetime import datetime
 from typing import Annotated, Any
 
@@ -40,6 +39,7 @@ from sqlalchemy.ext.asyncio import AsyncSession
 from adapt.engine.tree import FINAL_STATUSES
 from adapt.service.errors import InvalidField
 from adapt.store import archive as rows
+from adapt.store import task_rows
 from adapt.store.models import Task, utcnow
 from adapt.store.prompts import block_hash
 from adapt.store.text import UNSTORABLE_MESSAGE, find_unstorable
@@ -197,7 +197,7 @@ def _check_references(doc: dict[str, Any]) -> None:
 async def import_task(session: AsyncSession, document: Any, tenant: str) -> Task:
     """Check ``document`` and store it as a new task of ``tenant`` (committed); the row."""
     checked = check(document)
-    task_id = uuid.uuid4().hex
+    task_id = task_rows.new_id()
     await rows.insert_task(session, task_id, tenant, checked)
     await session.commit()
     task = await session.get(Task, task_id)

@@ -18,7 +18,6 @@ import hashlib
 import json
 import logging
 import math
-import uuid
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import timedelta
@@ -266,7 +265,7 @@ async def submit_task(
         check_webhook("webhook", sub.webhook.url, sub.webhook.events, settings)
     await check_rate(session, settings, tenant)
     config = valid.config
-    task_id = uuid.uuid4().hex
+    task_id = task_rows.new_id()
     endpoint = None
     if sub.webhook is not None:
         endpoint = webhook_store.new_endpoint(tenant, sub.webhook.url, sub.webhook.events,

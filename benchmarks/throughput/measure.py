@@ -28,13 +28,13 @@ import asyncio
 import itertools
 import statistics
 import time
-import uuid
 from datetime import datetime
 from typing import Any
 
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
+from adapt.store import task_rows
 from adapt.store.models import FINAL_STATUSES, LLMCallRow, Task, utcnow
 from benchmarks.perfkit import Figure, load_avg, table
 from benchmarks.throughput.cpu import BackendCPU, children_cpu, process_cpu
@@ -50,7 +50,7 @@ async def insert_tasks(
 ) -> list[str]:
     """``n`` queued tasks of ``workload`` (seeds ``first_seed``..) for ``model``."""
     rc = workload.run_config
-    ids = [uuid.uuid4().hex for _ in range(n)]
+    ids = [task_rows.new_id() for _ in range(n)]
     async with sessions.begin() as session:
         session.add_all(Task(
             id=task_id, tenant="bench", status="queued", environment=workload.environment,

@@ -255,3 +255,9 @@ async def test_the_worker_that_ran_an_attempt_stays_on_the_row(sessions) -> None
     assert await tasks.finish_with_error(sessions, "t1", 2, OTHER, "stopped")
     task = await row(sessions)
     assert (task.status, task.lease_owner, task.worker) == ("error", None, OTHER)
+
+
+def test_new_task_ids_are_22_hex_digits_and_differ() -> None:
+    ids = {tasks.new_id() for _ in range(1000)}
+    assert len(ids) == 1000
+    assert all(len(i) == tasks.ID_DIGITS == 22 and int(i, 16) >= 0 for i in ids)

@@ -231,5 +231,5 @@ def test_the_form_has_one_goal_field_and_names_the_default_model(page: Any,
     page.select_option("#environment", "textcraft")
     page.fill("#env-seed", "3")
     page.click("#submit-task")
-    page.wait_for_url(re.compile(r"/ui/tasks/[0-9a-f]{32}$"))
+    page.wait_for_url(re.compile(r"/ui/tasks/[0-9a-f]{22}$"))
     assert page.js_errors == []
