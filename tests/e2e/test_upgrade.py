@@ -1,8 +1,10 @@
 """An upgrade while tasks run, in the documented order (docs/operations.md): the previous
 release's API and worker run tasks on PostgreSQL; the new code migrates the database under them;
-old and new workers run side by side on tasks the old API takes, on the new schema; the old
-worker is stopped and the new one resumes its tasks; then the new API takes tasks. Every task
-finishes with the tree of an undisturbed run, and no call is paid twice. (A worker of the
+the old worker runs tasks the old API takes on the new schema; every old worker is stopped (it
+hands its tasks back) before the first new one starts, as an upgrade from 0.2.0 or 0.1.0 must
+(an old worker cannot read what a new one writes since 0020), and a task the old API takes
+meanwhile waits queued; the new worker resumes them all; then the new API takes tasks. Every
+task finishes with the tree of an undisturbed run, and no call is paid twice. (A worker of the
 release before that finds a config only a newer API stores hands the task back from 0.2.0 on:
 tests/service/test_stored_configs.py; 0.1.0's would fail it, hence workers before the API.)
 
@@ -54,7 +56,8 @@ from tests.support.workers import (
 pytestmark = pytest.mark.slow
 
 SEEDS_BEFORE = [101, 102, 103, 104]  # submitted to the old API, before the migration
-SEEDS_BESIDE = [105, 106]  # to the old API after it, while old and new workers run side by side
+SEEDS_BESIDE = [105, 106]  # to the old API after it, run by the old worker on the new schema
+SEEDS_BETWEEN = [108]  # to the old API while no worker runs: it waits queued for a new one
 SEEDS_AFTER = [107]  # to the new API, once the old workers are gone
 
 
@@ -229,7 +232,7 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-async def test_old_and_new_workers_share_an_upgrade(old_release: Path, tmp_path: Path) -> None:
+async def test_an_upgrade_while_tasks_run(old_release: Path, tmp_path: Path) -> None:
     sim = start_sim_server(latency=0.6)  # tasks outlast the migration
     queue = f"adapt-upgrade-{uuid.uuid4().hex[:10]}"
     with postgres_database(migrate=False) as url:
@@ -256,17 +259,24 @@ async def test_old_and_new_workers_share_an_upgrade(old_release: Path, tmp_path:
             assert "applied" in said, said
             assert not await all_final(sessions, ids), "the tasks ended before the migration"
             assert "up to date" in new.run("db", "check")
+            # the old worker runs the old API's tasks on the new schema
+            ids += submit(old_api, http_spec(sim.base_url), SEEDS_BESIDE)
+            await wait_calls(sessions, await calls_recorded(sessions) + 10)
+            # every old worker stops (handing its tasks back) before the first new one starts
+            assert old_worker.stop() == 0, old_worker.tail()
+            assert not await all_final(sessions, ids)  # the new worker resumes the rest
+            calls = await calls_recorded(sessions)
+            between = submit(old_api, http_spec(sim.base_url), SEEDS_BETWEEN)
+            await asyncio.sleep(2)  # no worker: nothing runs, the new task waits queued
+            assert await calls_recorded(sessions) == calls
+            assert await status_of(sessions, between[0]) == "queued"
+            ids += between
             new_worker = workers.start(concurrency=8, **settings)
             new_worker.wait_ready()
-            # workers first: the old API's tasks (old configs, new schema) run on either
-            ids += submit(old_api, http_spec(sim.base_url), SEEDS_BESIDE)
-            await wait_calls(sessions, await calls_recorded(sessions) + 10)  # side by side
-            assert not await all_final(sessions, ids)  # the new worker resumes the rest
-            assert old_worker.stop() == 0, old_worker.tail()  # hands its tasks back
             # then the API: what it stores, only this release's workers read
             ids += submit(new.serve(free_port()), http_spec(sim.base_url), SEEDS_AFTER)
 
-            seeds = SEEDS_BEFORE + SEEDS_BESIDE + SEEDS_AFTER
+            seeds = SEEDS_BEFORE + SEEDS_BESIDE + SEEDS_BETWEEN + SEEDS_AFTER
             await finished(sessions, ids, workers)
             persisted: Any = None
             compared = 0
@@ -286,7 +296,7 @@ async def test_old_and_new_workers_share_an_upgrade(old_release: Path, tmp_path:
                     compared += 1
                 hashes = await persisted_prompt_hashes(sessions, task_id)
                 persisted = hashes if persisted is None else persisted + hashes
-            assert compared >= len(SEEDS_AFTER)
+            assert compared >= len(SEEDS_BETWEEN + SEEDS_AFTER)
             served = sim_prompt_hashes(sim.log())
             assert not persisted - served, "recorded calls the provider never answered"
             assert served - persisted == type(served)(), f"calls paid twice: {served - persisted}"
