@@ -30,6 +30,7 @@ from adapt.llm.retry import RetryBudget, RetryingModel
 from adapt.service import remote_envs
 from adapt.service.faults import is_database_error
 from adapt.service.model_factory import ModelFactory
+from adapt.service.open_files import ensure_open_files
 from adapt.service.webhooks import WebhookSender
 from adapt.settings import Settings
 from adapt.store import task_rows
@@ -91,6 +92,7 @@ class ServiceContext:
     @classmethod
     def create(cls, settings: Settings, *, engine: AsyncEngine | None = None) -> ServiceContext:
         remote_envs.register(settings)  # the operator's remote environments (refused: raises)
+        ensure_open_files(settings.model_connections + 2 * settings.db_pool_size)
         engine = engine or create_engine(settings.database_url,
                                          pool_size=settings.db_pool_size)
         return cls(settings, engine, session_factory(engine),
