@@ -5,7 +5,7 @@ writing each batch alone."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from datetime import timedelta
 from typing import Any
 
@@ -179,40 +179,51 @@ async def test_a_group_that_fails_writes_each_batch_alone(sessions) -> None:  # 
     assert b is not None and b.last_seq == 0
 
 
+async def _hammer(sessions: async_sessionmaker[AsyncSession], ids: list[str],
+                  beside: Callable[[], Awaitable[object]]) -> int:
+    """40 rounds of group writes of every task in ``ids`` (in alternating orders), with
+    ``beside`` run again and again meanwhile; how many times it ran. No group statement may
+    fail (PostgreSQL aborts one statement of a deadlock), and every write lands."""
+    engine = sessions.kw["bind"]
+    stop = asyncio.Event()
+
+    async def again() -> int:
+        n = 0
+        while not stop.is_set():
+            await beside()
+            n += 1
+        return n
+
+    writer = group_writer(engine)
+    fallbacks = writer.fallbacks
+    runs = asyncio.ensure_future(again())
+    try:
+        for round_ in range(40):
+            order = ids if round_ % 2 else list(reversed(ids))
+            outcomes = await asyncio.gather(*(
+                write_grouped(engine, t, 1, CLAIMER, _batch(1), TOTALS, utcnow())
+                for t in order))
+            assert None not in outcomes
+    finally:
+        stop.set()
+    n = await runs
+    assert writer.fallbacks == fallbacks  # no group statement failed (e.g. in a deadlock)
+    assert {(await tasks.load(sessions, t)).last_seq for t in ids} == {40}  # type: ignore[union-attr]
+    return n
+
+
 async def test_group_writes_and_lease_renewals_never_deadlock(sessions, monkeypatch) -> None:  # type: ignore[no-untyped-def]
     """Group writes lock their task rows in id order, as a lease renewal of the same tasks
     does: hammered side by side, neither fails (PostgreSQL would abort one of a cycle)."""
     monkeypatch.setattr(batch_group, "IN_FLIGHT", 4)
-    engine = sessions.kw["bind"]
     ids = [f"t{i:02d}" for i in range(24)]
     for t in ids:
         await _claimed(sessions, t)
-    stop = asyncio.Event()
 
-    async def renew() -> int:
-        n = 0
-        while not stop.is_set():
-            assert len(await tasks.renew_leases(sessions, CLAIMER, 60)) == len(ids)
-            n += 1
-        return n
+    async def renew() -> None:
+        assert len(await tasks.renew_leases(sessions, CLAIMER, 60)) == len(ids)
 
-    async def write_all(round_: int) -> None:
-        order = ids if round_ % 2 else list(reversed(ids))
-        outcomes = await asyncio.gather(*(
-            write_grouped(engine, t, 1, CLAIMER, _batch(1), TOTALS, utcnow()) for t in order))
-        assert None not in outcomes
-
-    writer = group_writer(engine)
-    fallbacks = writer.fallbacks
-    renewer = asyncio.ensure_future(renew())
-    try:
-        for round_ in range(40):
-            await write_all(round_)
-    finally:
-        stop.set()
-    assert await renewer > 0
-    assert writer.fallbacks == fallbacks  # no group statement failed (e.g. in a deadlock)
-    assert {(await tasks.load(sessions, t)).last_seq for t in ids} == {40}  # type: ignore[union-attr]
+    assert await _hammer(sessions, ids, renew) > 0
 
 
 async def test_group_writes_and_the_sweeper_never_deadlock(sessions, monkeypatch) -> None:  # type: ignore[no-untyped-def]
@@ -220,7 +231,6 @@ async def test_group_writes_and_the_sweeper_never_deadlock(sessions, monkeypatch
     does: with the oldest tasks the highest ids, hammered side by side (a live attempt may
     still write after its lease expired), neither fails."""
     monkeypatch.setattr(batch_group, "IN_FLIGHT", 4)
-    engine = sessions.kw["bind"]
     ids = [f"t{i:02d}" for i in range(24)]
     for t in reversed(ids):  # stored (and scanned) highest id first
         await _claimed(sessions, t)
@@ -230,34 +240,14 @@ async def test_group_writes_and_the_sweeper_never_deadlock(sessions, monkeypatch
             await session.execute(update(Task).where(Task.id == t).values(
                 created_at=start - timedelta(seconds=i), lease_expires_at=start,
                 updated_at=start))
-    stop = asyncio.Event()
+    sweeps = iter(range(1, 10**6))
 
-    async def sweep() -> int:
-        n = 0
-        while not stop.is_set():
-            n += 1  # each sweep a minute after the last, so every task is due again
-            due = await tasks.mark_due(sessions, start + timedelta(minutes=n),
-                                       queued_grace=1)
-            assert len(due) == len(ids)
-        return n
+    async def sweep() -> None:  # each a minute after the last, so every task is due again
+        due = await tasks.mark_due(sessions, start + timedelta(minutes=next(sweeps)),
+                                   queued_grace=1)
+        assert len(due) == len(ids)
 
-    async def write_all(round_: int) -> None:
-        order = ids if round_ % 2 else list(reversed(ids))
-        outcomes = await asyncio.gather(*(
-            write_grouped(engine, t, 1, CLAIMER, _batch(1), TOTALS, utcnow()) for t in order))
-        assert None not in outcomes
-
-    writer = group_writer(engine)
-    fallbacks = writer.fallbacks
-    sweeper = asyncio.ensure_future(sweep())
-    try:
-        for round_ in range(40):
-            await write_all(round_)
-    finally:
-        stop.set()
-    assert await sweeper > 0
-    assert writer.fallbacks == fallbacks  # no group statement failed (e.g. in a deadlock)
-    assert {(await tasks.load(sessions, t)).last_seq for t in ids} == {40}  # type: ignore[union-attr]
+    assert await _hammer(sessions, ids, sweep) > 0
 
 
 async def test_the_sweeper_locks_task_rows_in_id_order(sessions) -> None:  # type: ignore[no-untyped-def]
