@@ -129,3 +129,10 @@ def test_run_with_the_tools_executor_and_a_json_plan_offline() -> None:
     assert all(c["tools"] and c["tool_calls"] and c["simulated"] for c in executor)
     plans = [n["plan"] for n in nodes if n["plan"]]
     assert plans and all(p["raw"].startswith("{") for p in plans)
+
+
+def test_a_bad_setting_names_its_variable_not_a_stack_trace() -> None:
+    out = adapt("serve", "--port", "8011", env={"ADAPT_LLM_MAX_CONNECTIONS": "0"})
+    assert out.returncode == 2, out.stderr
+    assert "invalid setting ADAPT_LLM_MAX_CONNECTIONS='0'" in out.stderr
+    assert "greater than or equal to 1" in out.stderr and "Traceback" not in out.stderr

@@ -16,8 +16,23 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
+from pydantic import ValidationError
 
-from adapt.cli import bench, data, db, docs, env, export, keys, llm, local, service, tasks
+from adapt.cli import (
+    bench,
+    data,
+    db,
+    docs,
+    docs_config,
+    env,
+    export,
+    keys,
+    llm,
+    local,
+    service,
+    tasks,
+)
+from adapt.settings import Settings
 
 app = typer.Typer(
     name="adapt",
@@ -65,7 +80,20 @@ app.add_typer(env.app, name="env")
 
 
 def main() -> None:
-    app()
+    try:
+        app()
+    except ValidationError as exc:
+        if exc.title != Settings.__name__:
+            raise
+        # a bad ADAPT_* variable: say which and why, not a stack trace
+        for error in exc.errors():
+            where = str(error["loc"][0]) if error["loc"] else ""
+            info = Settings.model_fields.get(where)
+            name = docs_config.env_names(where, info, "ADAPT_")[0] if info else where
+            typer.echo(f"adapt: invalid setting {name}={error.get('input')!r}: "
+                       f"{error['msg']}", err=True)
+        typer.echo("adapt: see docs/configuration.md for every setting", err=True)
+        raise SystemExit(2) from None
 
 
 __all__ = ["app", "main"]
