@@ -29,7 +29,8 @@ and what answered the tasks:
 
 Without ``--database-url`` a throw-away database is created (PostgreSQL: on
 ``ADAPT_BENCH_POSTGRES_URL``, default ``postgresql://postgres@127.0.0.1:5432/postgres``; SQLite:
-a temporary file) and dropped afterwards.
+a temporary file) and dropped afterwards; a database it names is migrated first (a new one gets
+the schema) and kept, with the bench's tasks in it.
 
 Besides the worker's CPU, the PostgreSQL backends' CPU (read from ``/proc``: the server must
 run on this host) and this driver's own are printed as separate lines. ``--steady SECONDS``:
@@ -57,6 +58,7 @@ from typing import Any
 from adapt.logsetup import setup_logging
 from adapt.settings import Settings
 from adapt.store.db import create_engine, session_factory
+from adapt.store.migrate import upgrade
 from benchmarks.perfkit import scratch_database
 from benchmarks.processes import bench_env, logged_process, sim_server
 from benchmarks.throughput import mcp_standin
@@ -215,6 +217,8 @@ def run(
         # before anything starts: what the workload needs and is missing stops the run here
         extra_env = (mcp_standin.registrations(log_dir / "mcp-episodes")
                      if work.name == "mcp" else {})
+        if database_url:  # a new database gets the schema; one up to date is left as it is
+            upgrade(database_url)
         url = database_url or stack.enter_context(
             scratch_database("postgres" if mode == "worker" else "sqlite"))
         base_url = stack.enter_context(sim_server(latency, log_dir, setup=work.server_setup))

@@ -152,3 +152,12 @@ def test_the_stand_in_follows_its_plan_and_gives_up_on_an_error() -> None:
     assert after("Allowed directories:\n/w/x", "Error from list_directory: denied")[0] == (
         "task_failed")
     assert mcp_standin.next_call([], {"get", "craft"})[0] == "task_failed"
+
+
+def test_a_database_the_bench_is_given_is_migrated_first(tmp_path: Path) -> None:
+    """``--database-url`` naming a new SQLite file: the bench gives it the schema (it ended in
+    "no such table: tasks") and leaves the tasks in it."""
+    url = f"sqlite+aiosqlite:///{tmp_path}/new.db"
+    result = run(tasks=2, latency=0.02, mode="inprocess", database_url=url)
+    assert result["succeeded"] == 2
+    assert recorded(url)["executors"] == {"react"}
