@@ -32,13 +32,13 @@ from adapt.store.elided import (
 )
 from adapt.store.event_log import ROW, expand, whole_node
 from adapt.store.models import (
+    TASK_TABLE,
     ApprovalRow,
     EventRow,
     LLMCallRow,
     NodeRow,
     PromptBlock,
     StepRow,
-    Task,
 )
 from adapt.store.prompts import chain_blocks
 
@@ -65,7 +65,6 @@ _STORED = {"steps": stored_step, "calls": stored_call}
 ARCHIVED_WHOLE = {"steps": frozenset({"text"})}
 #: the events that name an approval (``approval_id`` in their data)
 APPROVAL_EVENTS = frozenset({"approval.requested", "approval.decided"})
-TASK_TABLE: Table = Task.__table__  # type: ignore[assignment]
 
 
 def task_columns() -> list[Column[Any]]:
